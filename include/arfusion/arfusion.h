@@ -1,0 +1,227 @@
+// arfusion: tensor-parallel allreduce fused with residual add and RMSNorm.
+//
+// One call replaces "NCCL allreduce, then an add-RMSNorm kernel" on every rank of a tensor-parallel
+// group:
+//
+//     s            = sum over ranks of input                  (fp32 accumulation, fixed rank order)
+//     residual_out = residual_in + s
+//     norm_out     = residual_out * rsqrt(mean(residual_out^2) + eps) * gamma      (per token)
+//
+// over a row-major [tokens x hidden] tensor. The library owns a peer-visible workspace on every
+// rank and moves data over NVLink/PCIe peer memory; where fusion is unavailable or slower it takes
+// the NCCL path (ncclAllReduce + arfusion's own fused add-RMSNorm kernel) on its own.
+//
+// Conventions (learned from NCCL and CUB):
+//   * No exception crosses this API. Every call returns a Status; statusString() names it and
+//     lastError() gives a detailed message for the calling thread's last failure.
+//   * The CUDA stream is the last argument. Calls are asynchronous like any kernel launch and can be
+//     captured into CUDA graphs; pointers captured into a graph must stay valid while it is replayed.
+//   * Collective: every rank of the communicator makes the same calls, in the same order, with the
+//     same shapes, dtypes and strategy settings. A rank that skips a call or passes another shape
+//     makes its peers wait: they give up after Config::timeout_seconds and report Status::kTimeout.
+//   * One call in flight per communicator: use a communicator from one stream at a time (or order
+//     the streams). Two communicators built on the same GPUs may run concurrently.
+//   * Bad input returns kInvalidArgument (or kNotSupported) before anything is launched: no output
+//     byte is written.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#define ARFUSION_VERSION_MAJOR 0
+#define ARFUSION_VERSION_MINOR 1
+#define ARFUSION_VERSION_PATCH 0
+
+namespace arfusion {
+
+// ---------------------------------------------------------------------------------------------
+// Status and errors
+// ---------------------------------------------------------------------------------------------
+
+enum class Status : int {
+  kSuccess = 0,
+  kInvalidArgument = 1,  // null or misused pointer, bad shape or dtype, eps < 0, wrong device...
+  kNotSupported = 2,     // a valid request this communicator cannot serve as configured
+                         // (e.g. Strategy::kOneShot forced without peer access).
+  kCudaError = 3,        // a CUDA runtime call failed; lastError() has the CUDA error string.
+  kNcclError = 4,        // an NCCL call failed; lastError() has NCCL's own message.
+  kTimeout = 5,          // a peer did not arrive within Config::timeout_seconds (device-side wait).
+                         // The communicator is failed from then on: destroy it.
+  kAborted = 6,          // abort() was called, or the communicator failed earlier.
+  kInternalError = 7,    // a bug in arfusion: please report it with lastError().
+};
+
+// Short constant name of a status ("kTimeout" ...). Never null.
+const char* statusString(Status status);
+
+// Detailed message of the last failing arfusion call on the calling thread ("" if none).
+// The pointer stays valid until the thread's next arfusion call.
+const char* lastError();
+
+// ---------------------------------------------------------------------------------------------
+// Types
+// ---------------------------------------------------------------------------------------------
+
+enum class DType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
+
+// Which data movement a call uses. kAuto is the default and the only one a production engine
+// should need: it picks per shape from a measured table (or a tuning file) and takes the NCCL path
+// wherever fusion is unavailable or slower.
+enum class Strategy : int {
+  kAuto = 0,
+  kOneShot = 1,  // every rank pushes its whole input to every peer, each reduces everything.
+                 // One cross-rank sync; (n-1)*S bytes per rank: latency-optimal, for decode.
+  kTwoShot = 2,  // reduce-scatter then all-gather over peer memory. Two syncs;
+                 // 2(n-1)/n*S bytes per rank: bandwidth-optimal at n > 2, for prefill.
+  kNccl = 3,     // ncclAllReduce + arfusion's fused add-RMSNorm kernel. Always available.
+};
+
+// How a fused kernel orders itself against the kernel before it on the same stream. Cross-rank
+// ordering is always done with flags in peer memory; the modes differ in the launch.
+enum class SyncMode : int {
+  kAuto = 0,            // the arch policy (README, src/host/arch.cpp), then the self-check.
+  kGridDependency = 1,  // programmatic dependent launch (PDL): the kernel launches while the
+                        // previous one drains, waits on the grid dependency before touching its
+                        // inputs, triggers dependents after its last write. Validated on SM90.
+  kFlagBarrier = 2,     // plain stream order, no programmatic launch. Valid on every arch.
+};
+
+// What a call computes.
+enum class Op : int {
+  kAllReduce = 0,             // out = sum(input)
+  kAllReduceAdd = 1,          // residual_out = residual_in + sum(input)
+  kAllReduceAddRMSNorm = 2,   // residual_out as above; norm_out = RMSNorm(residual_out) * gamma
+};
+
+const char* toString(DType dtype);
+const char* toString(Strategy strategy);
+const char* toString(SyncMode mode);
+const char* toString(Op op);
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------
+
+constexpr unsigned kConfigVersion = 1;
+
+// Communicator configuration. Default-construct it, change what you need, pass it to
+// commCreate(). Environment variables (README, "Environment") override these fields when
+// read_env is true; they are read once per commCreate, in one place (src/host/env.cpp).
+struct Config {
+  unsigned version = kConfigVersion;  // leave as is: lets future fields be added safely.
+
+  Strategy strategy = Strategy::kAuto;     // ARFUSION_STRATEGY=auto|oneshot|twoshot|nccl
+  SyncMode sync_mode = SyncMode::kAuto;    // ARFUSION_SYNC=auto|griddep|flag
+
+  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB). Messages larger than the
+  // workspace are processed in chunks, never refused; a larger workspace lets wider rows fuse.
+  size_t workspace_bytes = size_t(64) << 20;
+
+  // How long a device-side wait for a peer may spin before the call fails with kTimeout
+  // (ARFUSION_TIMEOUT_S). Must be > 0.
+  double timeout_seconds = 10.0;
+
+  // Optional tuning file written by tools/arfusion-tune (ARFUSION_TUNING_FILE). nullptr: the
+  // built-in table. A file that does not parse or does not match this machine is rejected with a
+  // logged message and the built-in table is used.
+  const char* tuning_file = nullptr;
+
+  // Run the one-time GridDependency self-check at creation (ARFUSION_SELF_CHECK=0 disables it).
+  bool self_check = true;
+
+  // Let ARFUSION_* environment variables override the fields above.
+  bool read_env = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Communicator
+// ---------------------------------------------------------------------------------------------
+
+class Communicator;  // opaque
+
+// Creates an arfusion communicator over the ranks of an existing NCCL communicator. Collective:
+// every rank of `nccl` calls it, with the CUDA device of that rank current. It learns rank, size and
+// device from NCCL, allocates the workspace and exchanges access to it through `nccl` itself (CUDA
+// IPC between processes, direct peer pointers between threads of one process). Fusion is enabled
+// only if every pair of ranks is on one host with peer access; otherwise every call takes the NCCL
+// path, and plan() says why. `nccl` must outlive the returned communicator.
+Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm);
+
+// Frees everything commCreate allocated (workspace, IPC mappings, host memory). Waits for this
+// communicator's work in flight. Not collective, but peers' in-flight calls may then time out.
+Status commDestroy(Communicator* comm);
+
+// Makes every kernel of this communicator that is waiting for a peer give up (kAborted) and fails
+// the communicator: every later call returns kAborted. Safe from any host thread.
+Status commAbort(Communicator* comm);
+
+// Reads the device-side error word without synchronizing: kSuccess, kTimeout or kAborted.
+// `detail` (optional) receives a message naming the block, peer and epoch that failed.
+Status commGetAsyncError(Communicator* comm, const char** detail = nullptr);
+
+// Rank, size and CUDA device of the communicator.
+Status commInfo(const Communicator* comm, int* rank, int* world_size, int* device);
+
+// Overrides the strategy and sync mode for later calls. Must be called with the same values on
+// every rank between the same two calls (these choices decide what kernels wait for).
+Status commSetStrategy(Communicator* comm, Strategy strategy, SyncMode sync_mode);
+
+// ---------------------------------------------------------------------------------------------
+// Planning
+// ---------------------------------------------------------------------------------------------
+
+struct Shape {
+  int64_t tokens = 0;
+  int64_t hidden = 0;
+  DType dtype = DType::kBFloat16;
+  Op op = Op::kAllReduceAddRMSNorm;
+};
+
+struct Plan {
+  Strategy strategy = Strategy::kNccl;  // never kAuto
+  SyncMode sync_mode = SyncMode::kFlagBarrier;  // never kAuto; meaningless for kNccl
+  int blocks = 0;          // grid of the fused kernel (0 for kNccl)
+  int rows_per_step = 0;   // rows a block moves per synchronised step (0 for kNccl)
+  char reason[256] = {};   // why: which rule or table entry applied
+};
+
+// Which strategy and sync mode a call of this shape would take now, and why. Pure: identical on
+// every rank for identical communicator state and shape.
+Status plan(const Communicator* comm, const Shape& shape, Plan* out);
+
+// ---------------------------------------------------------------------------------------------
+// Collectives. All tensors are row-major [tokens x hidden] of `dtype`, gamma is [hidden].
+// Any device pointer on the communicator's device works; no registration. 16-byte aligned pointers
+// and hidden * sizeof(dtype) % 16 == 0 take the vector path; anything else a correct slower path.
+// In-place is allowed where noted. tokens >= 1, 1 <= hidden <= 65536.
+// ---------------------------------------------------------------------------------------------
+
+// residual_out = residual_in + sum(input); norm_out = RMSNorm(residual_out) * gamma.
+// residual_out may equal residual_in (in place). norm_out must not alias input or residual_*.
+// eps >= 0.
+Status allReduceAddRMSNorm(Communicator* comm, const void* input, const void* residual_in,
+                           void* residual_out, const void* gamma, void* norm_out, int64_t tokens,
+                           int64_t hidden, DType dtype, float eps, cudaStream_t stream);
+
+// residual_out = residual_in + sum(input). residual_out may equal residual_in.
+Status allReduceAdd(Communicator* comm, const void* input, const void* residual_in,
+                    void* residual_out, int64_t tokens, int64_t hidden, DType dtype,
+                    cudaStream_t stream);
+
+// out = sum(input). out may equal input.
+Status allReduce(Communicator* comm, const void* input, void* out, int64_t tokens, int64_t hidden,
+                 DType dtype, cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------
+// Single-GPU building block: the fused residual-add + RMSNorm kernel of the NCCL path, exposed for
+// engines and benchmarks. residual_out = residual_in + x; norm_out = RMSNorm(residual_out) * gamma.
+// x may equal norm_out (the NCCL path reduces into norm_out and normalises in place).
+// ---------------------------------------------------------------------------------------------
+Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, const void* gamma,
+                  void* norm_out, int64_t tokens, int64_t hidden, DType dtype, float eps,
+                  cudaStream_t stream);
+
+}  // namespace arfusion

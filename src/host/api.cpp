@@ -1,0 +1,301 @@
+// The public entry points: validate, plan, then launch the fused kernel or the NCCL path.
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "arfusion/arfusion.h"
+#include "arfusion/testing.h"
+#include "communicator.h"
+#include "env.h"
+#include "errors.h"
+#include "plan.h"
+#include "validate.h"
+
+namespace arfusion {
+namespace {
+
+using detail::RowArgs;
+
+// Makes the communicator's device current for the duration of a call.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&prev_);
+    if (prev_ != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    cudaGetDevice(&now);
+    if (now != prev_) cudaSetDevice(prev_);
+  }
+
+ private:
+  int prev_ = -1;
+};
+
+ncclDataType_t ncclType(DType d) {
+  switch (d) {
+    case DType::kFloat16: return ncclFloat16;
+    case DType::kBFloat16: return ncclBfloat16;
+    case DType::kFloat32: return ncclFloat32;
+  }
+  return ncclFloat32;
+}
+
+// The NCCL path: ncclAllReduce, then the fused add-RMSNorm kernel in place.
+Status ncclPath(Communicator* c, const RowArgs& a, DType dtype, bool vector, cudaStream_t stream) {
+  const size_t count = static_cast<size_t>(a.tokens * a.hidden);
+  if (c->world == 1) {  // no communication: the epilogue straight from the input
+    ARF_CUDA(detail::launchAddRMSNorm(a, dtype, vector, stream));
+    return Status::kSuccess;
+  }
+  const ncclDataType_t t = ncclType(dtype);
+  switch (a.op) {
+    case Op::kAllReduce:
+      ARF_NCCL(ncclAllReduce(a.input, a.out, count, t, ncclSum, c->nccl, stream));
+      return Status::kSuccess;
+    case Op::kAllReduceAddRMSNorm: {
+      ARF_NCCL(ncclAllReduce(a.input, a.out, count, t, ncclSum, c->nccl, stream));
+      RowArgs b = a;
+      b.input = a.out;  // reduce into norm_out, normalise in place
+      ARF_CUDA(detail::launchAddRMSNorm(b, dtype, vector, stream));
+      return Status::kSuccess;
+    }
+    case Op::kAllReduceAdd: {
+      if (a.residual_out != a.residual_in) {
+        ARF_NCCL(ncclAllReduce(a.input, a.residual_out, count, t, ncclSum, c->nccl, stream));
+        RowArgs b = a;
+        b.input = a.residual_out;
+        ARF_CUDA(detail::launchAddRMSNorm(b, dtype, vector, stream));
+        return Status::kSuccess;
+      }
+      // In place: no caller buffer can hold the sum, so go through the scratch buffer in chunks.
+      const size_t row_bytes = static_cast<size_t>(a.hidden) * detail::elemSize(dtype);
+      const int64_t rows_per_chunk = static_cast<int64_t>(c->scratch_bytes / row_bytes);
+      for (int64_t r0 = 0; r0 < a.tokens; r0 += rows_per_chunk) {
+        const int64_t rows = std::min(rows_per_chunk, a.tokens - r0);
+        const size_t off = static_cast<size_t>(r0) * row_bytes;
+        ARF_NCCL(ncclAllReduce(static_cast<const char*>(a.input) + off, c->scratch,
+                               static_cast<size_t>(rows * a.hidden), t, ncclSum, c->nccl, stream));
+        RowArgs b = a;
+        b.input = c->scratch;
+        b.residual_in = static_cast<const char*>(a.residual_in) + off;
+        b.residual_out = static_cast<char*>(a.residual_out) + off;
+        b.tokens = rows;
+        ARF_CUDA(detail::launchAddRMSNorm(b, dtype, vector && (reinterpret_cast<uintptr_t>(b.residual_out) % 16 == 0), stream));
+      }
+      return Status::kSuccess;
+    }
+  }
+  return detail::fail(Status::kInternalError, "unknown op");
+}
+
+Status checkComm(const Communicator* comm) {
+  if (!comm) return detail::fail(Status::kInvalidArgument, "communicator is null");
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, const Plan& plan, cudaStream_t stream) {
+  if (plan.strategy == Strategy::kNccl) return ncclPath(this, a, dtype, vector, stream);
+  detail::FusedLaunch launch;
+  launch.blocks = plan.blocks;
+  launch.rows_per_step = plan.rows_per_step;
+  launch.vector = vector;
+  launch.sync = plan.sync_mode;
+  launch.dtype = dtype;
+  const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, a, launch, stream)
+                                                             : detail::launchTwoShot(dev, a, launch, stream);
+  if (e != cudaSuccess)
+    return detail::failf(Status::kCudaError, "launching the %s kernel failed: %s", toString(plan.strategy), cudaGetErrorString(e));
+  return Status::kSuccess;
+}
+
+Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
+  ARF_TRY(detail::validateArgs(a, dtype));
+  ARF_TRY(detail::validateStream(stream, device));
+  ARF_TRY(checkHealth());
+  DeviceGuard guard(device);
+  ARF_TRY(detail::validatePointers(a, dtype, device));
+  Plan p;
+  ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op}, &p));
+  return runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream);
+}
+
+Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm) {
+  detail::clearError();
+  if (!comm) return detail::fail(Status::kInvalidArgument, "comm (output) is null");
+  *comm = nullptr;
+  if (!nccl) return detail::fail(Status::kInvalidArgument, "nccl communicator is null");
+  std::unique_ptr<detail::Bootstrap> boot;
+  ARF_TRY(detail::makeNcclBootstrap(nccl, &boot));
+  int nccl_dev = -1, cur = -1;
+  ARF_NCCL(ncclCommCuDevice(nccl, &nccl_dev));
+  ARF_CUDA(cudaGetDevice(&cur));
+  if (cur != nccl_dev)
+    return detail::failf(Status::kInvalidArgument, "current CUDA device %d is not the NCCL communicator's device %d", cur, nccl_dev);
+  return detail::createCommunicator(std::move(boot), nccl, config, comm);
+}
+
+Status commDestroy(Communicator* comm) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  delete comm;
+  return Status::kSuccess;
+}
+
+Status commAbort(Communicator* comm) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  reinterpret_cast<volatile uint32_t*>(&comm->ctl->abort)[0] = 1;
+  int expected = 0;
+  comm->failed.compare_exchange_strong(expected, static_cast<int>(Status::kAborted));
+  {
+    std::lock_guard<std::mutex> lock(comm->failure_mu);
+    if (comm->failure_detail.empty()) comm->failure_detail = "commAbort() was called";
+  }
+  return Status::kSuccess;
+}
+
+Status commGetAsyncError(Communicator* comm, const char** detail) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  const Status st = comm->checkHealth();
+  if (detail) *detail = st == Status::kSuccess ? "" : lastError();
+  return st;
+}
+
+Status commInfo(const Communicator* comm, int* rank, int* world_size, int* device) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  if (rank) *rank = comm->rank;
+  if (world_size) *world_size = comm->world;
+  if (device) *device = comm->device;
+  return Status::kSuccess;
+}
+
+Status commSetStrategy(Communicator* comm, Strategy strategy, SyncMode sync_mode) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  if (static_cast<unsigned>(strategy) > 3 || static_cast<unsigned>(sync_mode) > 2)
+    return detail::fail(Status::kInvalidArgument, "strategy or sync_mode is not a valid enum value");
+  comm->strategy = strategy;
+  comm->sync = sync_mode;
+  return Status::kSuccess;
+}
+
+Status plan(const Communicator* comm, const Shape& shape, Plan* out) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  if (!out) return detail::fail(Status::kInvalidArgument, "out is null");
+  if (shape.tokens < 1 || shape.hidden < 1 || shape.hidden > detail::kMaxHidden || static_cast<unsigned>(shape.dtype) > 2 ||
+      static_cast<unsigned>(shape.op) > 2)
+    return detail::fail(Status::kInvalidArgument, "shape has tokens < 1, hidden outside [1, 65536], or a bad dtype/op");
+  return detail::makePlan(comm->planInputs(), shape, out);
+}
+
+Status allReduceAddRMSNorm(Communicator* comm, const void* input, const void* residual_in, void* residual_out,
+                           const void* gamma, void* norm_out, int64_t tokens, int64_t hidden, DType dtype, float eps,
+                           cudaStream_t stream) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  RowArgs a;
+  a.input = input;
+  a.residual_in = residual_in;
+  a.residual_out = residual_out;
+  a.gamma = gamma;
+  a.out = norm_out;
+  a.tokens = tokens;
+  a.hidden = hidden;
+  a.eps = eps;
+  a.op = Op::kAllReduceAddRMSNorm;
+  return comm->run(a, dtype, stream);
+}
+
+Status allReduceAdd(Communicator* comm, const void* input, const void* residual_in, void* residual_out, int64_t tokens,
+                    int64_t hidden, DType dtype, cudaStream_t stream) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  RowArgs a;
+  a.input = input;
+  a.residual_in = residual_in;
+  a.residual_out = residual_out;
+  a.tokens = tokens;
+  a.hidden = hidden;
+  a.op = Op::kAllReduceAdd;
+  return comm->run(a, dtype, stream);
+}
+
+Status allReduce(Communicator* comm, const void* input, void* out, int64_t tokens, int64_t hidden, DType dtype,
+                 cudaStream_t stream) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  RowArgs a;
+  a.input = input;
+  a.out = out;
+  a.tokens = tokens;
+  a.hidden = hidden;
+  a.op = Op::kAllReduce;
+  return comm->run(a, dtype, stream);
+}
+
+Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, const void* gamma, void* norm_out,
+                  int64_t tokens, int64_t hidden, DType dtype, float eps, cudaStream_t stream) {
+  detail::clearError();
+  RowArgs a;
+  a.input = x;
+  a.residual_in = residual_in;
+  a.residual_out = residual_out;
+  a.gamma = gamma;
+  a.out = norm_out;
+  a.tokens = tokens;
+  a.hidden = hidden;
+  a.eps = eps;
+  a.op = Op::kAllReduceAddRMSNorm;
+  // x may be norm_out here (in place), which validateArgs forbids for the collective: check it
+  // with x taken out of the aliasing rules.
+  RowArgs probe = a;
+  if (x == norm_out) probe.input = residual_in;  // same size, already checked below
+  ARF_TRY(detail::validateArgs(probe, dtype));
+  if (!x) return detail::fail(Status::kInvalidArgument, "x is null");
+  int device = 0;
+  ARF_CUDA(cudaGetDevice(&device));
+  ARF_TRY(detail::validateStream(stream, device));
+  ARF_TRY(detail::validatePointers(a, dtype, device));
+  ARF_CUDA(detail::launchAddRMSNorm(a, dtype, detail::vectorizable(a, dtype), stream));
+  return Status::kSuccess;
+}
+
+namespace testing {
+
+Status createGroup(int world, const int* devices, const Config& config, std::vector<Communicator*>* comms,
+                   int max_blocks) {
+  detail::clearError();
+  if (world < 1 || world > detail::kMaxRanks || !devices || !comms)
+    return detail::fail(Status::kInvalidArgument, "createGroup: world must be 1..8 and devices/comms non-null");
+  auto shared = detail::makeLocalExchange(world);
+  comms->assign(world, nullptr);
+  std::vector<Status> st(world, Status::kSuccess);
+  std::vector<std::string> err(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(devices[r]);
+      st[r] = detail::createCommunicator(detail::makeLocalBootstrap(shared, r), nullptr, config, &(*comms)[r], max_blocks);
+      err[r] = lastError();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    if (st[r] != Status::kSuccess) {
+      for (Communicator* c : *comms) delete c;
+      comms->assign(world, nullptr);
+      return detail::failf(st[r], "rank %d: %s", r, err[r].c_str());
+    }
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace testing
+}  // namespace arfusion

@@ -1,0 +1,352 @@
+// Communicator creation and teardown: workspace, peer access, and the values every rank agrees on.
+#include "communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "arch.h"
+#include "env.h"
+#include "errors.h"
+
+namespace arfusion {
+namespace detail {
+
+Status selfCheck(Communicator* comm);      // selfcheck.cpp
+cudaError_t kernelImageCheck();            // kernels/selfcheck.cu
+
+namespace {
+
+// What each rank tells the others at creation. Fixed size: exchanged with allGather.
+struct PeerInfo {
+  int32_t ok;  // this rank's allocation succeeded
+  uint64_t host_hash;
+  int32_t pid;
+  int32_t device;  // ordinal in its own process
+  char bus_id[32];
+  int32_t sm_count;
+  int32_t cc_major, cc_minor;
+  int32_t ipc_ok;
+  cudaIpcMemHandle_t ipc;
+  uint64_t base;  // workspace pointer in its own process (valid for same-process peers)
+};
+
+struct Verdict {
+  int32_t ok;
+  char why[160];
+};
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Same host = same hostname and same boot id (containers on one machine share the boot id and may
+// not share hostnames; either differing means "not provably the same host").
+uint64_t hostHash() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::string id;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, id);
+  return fnv1a(id, fnv1a(name));
+}
+
+// Every rank contributes a verdict; all agree on the first failing one.
+Status agree(Bootstrap& boot, bool ok, const std::string& why, bool* all_ok, std::string* first_why) {
+  Verdict mine{};
+  mine.ok = ok ? 1 : 0;
+  std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
+  std::vector<Verdict> all(boot.world());
+  ARF_TRY(boot.allGather(&mine, all.data(), sizeof(Verdict)));
+  *all_ok = true;
+  for (int r = 0; r < boot.world(); ++r) {
+    if (!all[r].ok) {
+      *all_ok = false;
+      *first_why = "rank " + std::to_string(r) + ": " + all[r].why;
+      break;
+    }
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, const Config& config_in,
+                          Communicator** out, int max_blocks_cap) {
+  if (config_in.version != kConfigVersion)
+    return failf(Status::kInvalidArgument, "Config::version is %u, this library expects %u", config_in.version, kConfigVersion);
+  std::unique_ptr<Communicator> c(new Communicator());
+  c->config = config_in;
+  if (config_in.tuning_file) {
+    c->tuning_file_storage = config_in.tuning_file;
+    c->config.tuning_file = c->tuning_file_storage.c_str();
+  }
+  if (c->config.read_env) ARF_TRY(applyEnv(processEnv(), &c->config, &c->tuning_file_storage));
+  const Config& cfg = c->config;
+  if (cfg.timeout_seconds <= 0 || !(cfg.timeout_seconds < 1e9))
+    return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
+  if (cfg.workspace_bytes < (size_t(1) << 20))
+    return failf(Status::kInvalidArgument, "workspace_bytes must be >= 1 MiB (got %zu)", cfg.workspace_bytes);
+  if (static_cast<unsigned>(cfg.strategy) > 3 || static_cast<unsigned>(cfg.sync_mode) > 2)
+    return fail(Status::kInvalidArgument, "Config::strategy or sync_mode is not a valid enum value");
+
+  c->nccl = nccl;
+  c->rank = boot->rank();
+  c->world = boot->world();
+  c->strategy = cfg.strategy;
+  c->sync = cfg.sync_mode;
+  if (c->world < 1 || c->world > kMaxRanks)
+    return failf(Status::kNotSupported, "world size %d: arfusion supports 1..%d ranks", c->world, kMaxRanks);
+  ARF_CUDA(cudaGetDevice(&c->device));
+  cudaDeviceProp prop{};
+  ARF_CUDA(cudaGetDeviceProperties(&prop, c->device));
+
+  // Workspace and control words. A local failure here is still exchanged below, so that no rank
+  // goes on to wait for a rank that already gave up.
+  PeerInfo me{};
+  const Status alloc = [&]() -> Status {
+    const size_t ws_total = WorkspaceLayout::total(cfg.workspace_bytes);
+    ARF_CUDA(cudaMalloc(&c->workspace, ws_total));
+    ARF_CUDA(cudaMemset(c->workspace, 0, WorkspaceLayout::kDataOffset));
+    ARF_CUDA(cudaDeviceSynchronize());
+    void* ctl = nullptr;
+    ARF_CUDA(cudaHostAlloc(&ctl, sizeof(ControlWords), cudaHostAllocMapped | cudaHostAllocPortable));
+    c->ctl = static_cast<ControlWords*>(ctl);
+    std::memset(c->ctl, 0, sizeof(ControlWords));
+    void* ctl_dev = nullptr;
+    ARF_CUDA(cudaHostGetDevicePointer(&ctl_dev, ctl, 0));
+    c->ctl_dev = static_cast<ControlWords*>(ctl_dev);
+    ARF_CUDA(cudaDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, c->device));
+    return Status::kSuccess;
+  }();
+  const std::string alloc_error = alloc == Status::kSuccess ? "" : lastError();
+
+  // Exchange who and where everyone is.
+  me.ok = alloc == Status::kSuccess;
+  me.host_hash = hostHash();
+  me.pid = static_cast<int32_t>(getpid());
+  me.device = c->device;
+  me.sm_count = prop.multiProcessorCount;
+  me.cc_major = prop.major;
+  me.cc_minor = prop.minor;
+  me.ipc_ok = me.ok && cudaIpcGetMemHandle(&me.ipc, c->workspace) == cudaSuccess;
+  (void)cudaGetLastError();
+  me.base = reinterpret_cast<uint64_t>(c->workspace);
+  std::vector<PeerInfo> peers(c->world);
+  ARF_TRY(boot->allGather(&me, peers.data(), sizeof(PeerInfo)));
+  if (!me.ok) return fail(alloc, alloc_error);
+  for (int r = 0; r < c->world; ++r)
+    if (!peers[r].ok) return failf(Status::kCudaError, "rank %d failed to allocate its workspace", r);
+
+  Topology& t = c->topo;
+  t.world = c->world;
+  t.has_nccl = nccl != nullptr;
+  t.cc_major = prop.major;
+  t.cc_minor = prop.minor;
+  t.max_blocks = max_blocks_cap > 0 ? std::min(max_blocks_cap, kMaxBlocksCap) : kMaxBlocksCap;
+  bool any_pcie = false, any_nvlink = false;
+  bool local_ok = true;
+  std::string local_why;
+  std::vector<int> peer_dev(c->world, -1);
+  for (int r = 0; r < c->world; ++r) {
+    const PeerInfo& p = peers[r];
+    t.max_blocks = std::min(t.max_blocks, int(p.sm_count));
+    if (p.cc_major != prop.major || p.cc_minor != prop.minor) t.mixed_arch = true;
+    if (r == c->rank || !local_ok) continue;
+    if (p.host_hash != me.host_hash) {
+      local_ok = false;
+      local_why = "ranks span hosts (rank " + std::to_string(r) + " is on another host)";
+      continue;
+    }
+    const bool same_process = p.pid == me.pid;
+    if (same_process) {
+      peer_dev[r] = p.device;
+    } else if (cudaDeviceGetByPCIBusId(&peer_dev[r], p.bus_id) != cudaSuccess) {
+      (void)cudaGetLastError();
+      local_ok = false;
+      local_why = std::string("GPU ") + p.bus_id + " of rank " + std::to_string(r) + " is not visible to this process";
+      continue;
+    }
+    if (!same_process && !p.ipc_ok) {
+      local_ok = false;
+      local_why = "rank " + std::to_string(r) + " could not export its workspace through CUDA IPC";
+      continue;
+    }
+    if (peer_dev[r] == c->device) continue;  // several ranks on one GPU (tests)
+    int can = 0;
+    ARF_CUDA(cudaDeviceCanAccessPeer(&can, c->device, peer_dev[r]));
+    if (!can) {
+      local_ok = false;
+      local_why = "no peer access from GPU " + std::string(me.bus_id) + " to " + p.bus_id;
+      continue;
+    }
+    // NVLink vs PCIe: native peer atomics are an NVLink (or C2C) property; PCIe peers lack them.
+    int atomics = 0;
+    ARF_CUDA(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, c->device, peer_dev[r]));
+    (atomics ? any_nvlink : any_pcie) = true;
+  }
+  if (c->world > 1 && !t.mixed_arch && kernelImageCheck() != cudaSuccess) {
+    (void)cudaGetLastError();
+    local_ok = false;
+    local_why = "this build has no kernel image for sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+                " (add it to CMAKE_CUDA_ARCHITECTURES)";
+  }
+  t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
+  t.region_bytes = WorkspaceLayout::regionBytes(cfg.workspace_bytes, t.max_blocks);
+  if (t.mixed_arch && local_ok) {
+    local_ok = false;
+    local_why = "ranks run on different GPU architectures";
+  }
+  ARF_TRY(agree(*boot, local_ok, local_why, &t.fusion_ok, &t.no_fusion_reason));
+  if (c->world == 1) t.fusion_ok = false, t.no_fusion_reason = "single rank";
+
+  // Map every peer's workspace.
+  c->peer_base.assign(c->world, nullptr);
+  c->peer_ipc.assign(c->world, false);
+  c->peer_base[c->rank] = c->workspace;
+  if (t.fusion_ok) {
+    bool mapped = true;
+    std::string why;
+    for (int r = 0; r < c->world && mapped; ++r) {
+      if (r == c->rank) continue;
+      const PeerInfo& p = peers[r];
+      if (p.pid == me.pid) {
+        if (peer_dev[r] != c->device) {
+          const cudaError_t e = cudaDeviceEnablePeerAccess(peer_dev[r], 0);
+          if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
+            mapped = false;
+            why = std::string("cudaDeviceEnablePeerAccess: ") + cudaGetErrorString(e);
+          }
+          (void)cudaGetLastError();
+        }
+        c->peer_base[r] = reinterpret_cast<void*>(p.base);
+      } else {
+        void* ptr = nullptr;
+        const cudaError_t e = cudaIpcOpenMemHandle(&ptr, p.ipc, cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess) {
+          (void)cudaGetLastError();
+          mapped = false;
+          why = "cudaIpcOpenMemHandle of rank " + std::to_string(r) + ": " + cudaGetErrorString(e);
+        } else {
+          c->peer_base[r] = ptr;
+          c->peer_ipc[r] = true;
+        }
+      }
+    }
+    bool all_mapped = false;
+    std::string first_why;
+    ARF_TRY(agree(*boot, mapped, why, &all_mapped, &first_why));
+    if (!all_mapped) {
+      t.fusion_ok = false;
+      t.no_fusion_reason = "peer mapping failed: " + first_why;
+    }
+  }
+
+  // Device view.
+  DeviceComm& d = c->dev;
+  for (int r = 0; r < c->world; ++r) {
+    auto* base = static_cast<uint8_t*>(c->peer_base[r]);
+    d.flags[r] = base ? reinterpret_cast<uint32_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
+    d.data[r] = base ? base + WorkspaceLayout::kDataOffset : nullptr;
+  }
+  d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
+  d.error = c->ctl_dev->error;
+  d.abort_flag = &c->ctl_dev->abort;
+  d.timeout_ns = static_cast<unsigned long long>(cfg.timeout_seconds * 1e9);
+  d.region_bytes = t.region_bytes;
+  d.rank = c->rank;
+  d.world = c->world;
+  d.max_blocks = t.max_blocks;
+
+  if (nccl) {
+    c->scratch_bytes = size_t(8) << 20;
+    ARF_CUDA(cudaMalloc(&c->scratch, c->scratch_bytes));
+  }
+
+  // Auto table: the tuning file only if every rank loaded the same one.
+  c->table = builtinTable(t);
+  if (cfg.tuning_file) {
+    AutoTable loaded;
+    const bool ok = loadTuningFile(cfg.tuning_file, t, &loaded) == Status::kSuccess;
+    const std::string why = ok ? "" : lastError();
+    clearError();
+    uint64_t h = ok ? fnv1a(formatTuning(t, loaded)) : 0;
+    std::vector<uint64_t> hashes(c->world);
+    ARF_TRY(boot->allGather(&h, hashes.data(), sizeof h));
+    const bool same = std::all_of(hashes.begin(), hashes.end(), [&](uint64_t x) { return x == hashes[0] && x != 0; });
+    if (same) {
+      c->table = std::move(loaded);
+    } else {
+      logf(LogLevel::kWarn, c->rank, "tuning file ignored, built-in table used: %s",
+           ok ? "ranks loaded different tuning files" : why.c_str());
+    }
+  }
+
+  // Sync policy, then the self-check of GridDependency where the policy would use it.
+  const ArchPolicy pol = t.mixed_arch ? archPolicyMixed() : archPolicy(t.cc_major, t.cc_minor);
+  c->sync_auto = pol.default_sync;
+  c->sync_auto_reason = pol.why;
+  if (cfg.sync_mode == SyncMode::kGridDependency && pol.default_sync != SyncMode::kGridDependency)
+    logf(LogLevel::kWarn, c->rank, "GridDependency sync forced on an arch where it is not validated (%s)", pol.why);
+  c->boot = std::move(boot);
+  if (t.fusion_ok && cfg.self_check && pol.default_sync == SyncMode::kGridDependency) ARF_TRY(selfCheck(c.get()));
+
+  logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d, region %zu B, sync auto %s (%s), table %s",
+       c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",
+       t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.region_bytes, toString(c->sync_auto),
+       c->sync_auto_reason.c_str(), c->table.source.c_str());
+  *out = c.release();
+  return Status::kSuccess;
+}
+
+}  // namespace detail
+
+Communicator::~Communicator() {
+  int prev = -1;
+  cudaGetDevice(&prev);
+  cudaSetDevice(device);
+  cudaDeviceSynchronize();
+  for (size_t r = 0; r < peer_base.size(); ++r)
+    if (peer_ipc[r]) cudaIpcCloseMemHandle(peer_base[r]);
+  if (workspace) cudaFree(workspace);
+  if (scratch) cudaFree(scratch);
+  if (ctl) cudaFreeHost(ctl);
+  (void)cudaGetLastError();
+  if (prev >= 0) cudaSetDevice(prev);
+}
+
+detail::PlanInputs Communicator::planInputs() const {
+  detail::PlanInputs in;
+  in.topo = topo;
+  in.strategy = strategy;
+  in.sync = sync;
+  in.sync_auto = sync_auto;
+  in.sync_auto_reason = sync_auto_reason;
+  in.table = &table;
+  return in;
+}
+
+Status Communicator::checkHealth() {
+  const volatile uint32_t* err = ctl->error;
+  const uint32_t code = err[0];
+  if (code != 0 && failed.load() == 0) {
+    std::lock_guard<std::mutex> lock(failure_mu);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%s on device: block %u waited for rank %u at epoch %u",
+                  code == 2 ? "abort" : "timeout", err[1] >> 8, err[1] & 0xff, err[2]);
+    failure_detail = buf;
+    failed.store(static_cast<int>(code == 2 ? Status::kAborted : Status::kTimeout));
+  }
+  const int f = failed.load();
+  if (f == 0) return Status::kSuccess;
+  std::lock_guard<std::mutex> lock(failure_mu);
+  return detail::failf(static_cast<Status>(f), "communicator failed earlier (%s); destroy it", failure_detail.c_str());
+}
+
+}  // namespace arfusion

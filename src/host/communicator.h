@@ -1,0 +1,95 @@
+// The communicator: owns the peer workspace, the control words and everything agreed at creation.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "arfusion/arfusion.h"
+#include "bootstrap.h"
+#include "kernels/kernels.h"
+#include "plan.h"
+
+namespace arfusion {
+
+namespace detail {
+
+// Typed layout of one rank's workspace allocation (one cudaMalloc, exported to peers):
+//   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint32][epochs: kMaxBlocksCap uint32][pad to 4 KiB]
+//   [data: max_blocks x kSlots regions of region_bytes]
+// Peers write flags and data; only this rank touches its epochs.
+constexpr int kMaxBlocksCap = 1024;
+struct WorkspaceLayout {
+  static constexpr size_t kFlagsOffset = 0;
+  static constexpr size_t kFlagsBytes = sizeof(uint32_t) * kPhases * kMaxBlocksCap * kMaxRanks;
+  static constexpr size_t kEpochsOffset = kFlagsBytes;
+  static constexpr size_t kEpochsBytes = sizeof(uint32_t) * kMaxBlocksCap;
+  static constexpr size_t kDataOffset = (kEpochsOffset + kEpochsBytes + 4095) / 4096 * 4096;
+  static size_t total(size_t data_bytes) { return kDataOffset + data_bytes; }
+  // Bytes of one (block, slot) region, a multiple of 16.
+  static size_t regionBytes(size_t data_bytes, int max_blocks) {
+    return max_blocks > 0 ? data_bytes / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+  }
+};
+
+// Host-mapped control words (pinned host memory the kernels read and write directly).
+struct ControlWords {
+  uint32_t error[4];  // DeviceComm::error
+  uint32_t abort;     // DeviceComm::abort_flag
+};
+
+// max_blocks_cap > 0 caps the fused grid below the SM count (test groups that put several ranks on
+// one GPU need every rank's blocks resident at once).
+Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, const Config& config,
+                          Communicator** out, int max_blocks_cap = 0);
+
+}  // namespace detail
+
+class Communicator {
+ public:
+  ~Communicator();
+
+  // Identity
+  int rank = 0, world = 1, device = 0;
+  ncclComm_t nccl = nullptr;
+  std::unique_ptr<detail::Bootstrap> boot;
+
+  // Agreed at creation (identical on every rank)
+  Config config;
+  std::string tuning_file_storage;
+  detail::Topology topo;
+  detail::AutoTable table;
+  SyncMode sync_auto = SyncMode::kFlagBarrier;
+  std::string sync_auto_reason;
+
+  // Current settings (commSetStrategy)
+  Strategy strategy = Strategy::kAuto;
+  SyncMode sync = SyncMode::kAuto;
+
+  // Memory
+  void* workspace = nullptr;
+  std::vector<void*> peer_base;      // each rank's workspace as mapped here
+  std::vector<bool> peer_ipc;        // mapped through cudaIpcOpenMemHandle (close on destroy)
+  detail::ControlWords* ctl = nullptr;  // host view
+  detail::ControlWords* ctl_dev = nullptr;  // device view of the same pinned memory
+  void* scratch = nullptr;           // NCCL path, in-place allReduceAdd
+  size_t scratch_bytes = 0;
+  detail::DeviceComm dev{};
+
+  // Failure state: kSuccess, kTimeout or kAborted once the device reported a failure.
+  std::atomic<int> failed{0};
+  std::string failure_detail;
+  std::mutex failure_mu;
+
+  detail::PlanInputs planInputs() const;
+  // Reads the control words; turns a device-side failure into the communicator's failed state.
+  Status checkHealth();
+  // One call, validated and planned (api.cpp).
+  Status run(const detail::RowArgs& args, DType dtype, cudaStream_t stream);
+  Status runPlanned(const detail::RowArgs& args, DType dtype, bool vector, const Plan& plan,
+                    cudaStream_t stream);
+};
+
+}  // namespace arfusion

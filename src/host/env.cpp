@@ -1,0 +1,98 @@
+#include "env.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace arfusion::detail {
+
+const EnvVar kEnvVars[] = {
+    {"ARFUSION_STRATEGY", "auto|oneshot|twoshot|nccl: overrides Config::strategy"},
+    {"ARFUSION_SYNC", "auto|griddep|flag: overrides Config::sync_mode"},
+    {"ARFUSION_WORKSPACE_MB", "peer workspace per rank in MiB (>= 1): overrides Config::workspace_bytes"},
+    {"ARFUSION_TIMEOUT_S", "seconds a device wait may spin (> 0): overrides Config::timeout_seconds"},
+    {"ARFUSION_TUNING_FILE", "path of a tuning file from tools/arfusion-tune: overrides Config::tuning_file"},
+    {"ARFUSION_SELF_CHECK", "0|1: overrides Config::self_check"},
+    {"ARFUSION_LOG", "error|warn|info|debug: log level on stderr (default warn)"},
+};
+const int kNumEnvVars = sizeof(kEnvVars) / sizeof(kEnvVars[0]);
+
+EnvLookup processEnv() {
+  return [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+bool parseStrategy(const char* t, Strategy* out) {
+  if (!std::strcmp(t, "auto")) *out = Strategy::kAuto;
+  else if (!std::strcmp(t, "oneshot")) *out = Strategy::kOneShot;
+  else if (!std::strcmp(t, "twoshot")) *out = Strategy::kTwoShot;
+  else if (!std::strcmp(t, "nccl")) *out = Strategy::kNccl;
+  else return false;
+  return true;
+}
+
+bool parseSyncMode(const char* t, SyncMode* out) {
+  if (!std::strcmp(t, "auto")) *out = SyncMode::kAuto;
+  else if (!std::strcmp(t, "griddep")) *out = SyncMode::kGridDependency;
+  else if (!std::strcmp(t, "flag")) *out = SyncMode::kFlagBarrier;
+  else return false;
+  return true;
+}
+
+namespace {
+bool parseDouble(const char* t, double* out) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(t, &end);
+  if (errno != 0 || end == t || *end != '\0' || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+}  // namespace
+
+Status applyEnv(const EnvLookup& env, Config* c, std::string* tuning_file_storage) {
+  if (const char* v = env("ARFUSION_STRATEGY")) {
+    if (!parseStrategy(v, &c->strategy))
+      return failf(Status::kInvalidArgument, "ARFUSION_STRATEGY='%s' is not one of auto|oneshot|twoshot|nccl", v);
+  }
+  if (const char* v = env("ARFUSION_SYNC")) {
+    if (!parseSyncMode(v, &c->sync_mode))
+      return failf(Status::kInvalidArgument, "ARFUSION_SYNC='%s' is not one of auto|griddep|flag", v);
+  }
+  if (const char* v = env("ARFUSION_WORKSPACE_MB")) {
+    double mb = 0;
+    if (!parseDouble(v, &mb) || mb < 1 || mb > 1 << 20)
+      return failf(Status::kInvalidArgument, "ARFUSION_WORKSPACE_MB='%s' is not a size in MiB in [1, 1048576]", v);
+    c->workspace_bytes = static_cast<size_t>(mb * (1 << 20));
+  }
+  if (const char* v = env("ARFUSION_TIMEOUT_S")) {
+    double s = 0;
+    if (!parseDouble(v, &s) || s <= 0)
+      return failf(Status::kInvalidArgument, "ARFUSION_TIMEOUT_S='%s' is not a positive number of seconds", v);
+    c->timeout_seconds = s;
+  }
+  if (const char* v = env("ARFUSION_TUNING_FILE")) {
+    *tuning_file_storage = v;
+    c->tuning_file = tuning_file_storage->c_str();
+  }
+  if (const char* v = env("ARFUSION_SELF_CHECK")) {
+    if (!std::strcmp(v, "0")) c->self_check = false;
+    else if (!std::strcmp(v, "1")) c->self_check = true;
+    else return failf(Status::kInvalidArgument, "ARFUSION_SELF_CHECK='%s' is not 0 or 1", v);
+  }
+  return Status::kSuccess;
+}
+
+LogLevel processLogLevel() {
+  static const LogLevel level = [] {
+    const char* v = std::getenv("ARFUSION_LOG");
+    if (!v) return LogLevel::kWarn;
+    if (!std::strcmp(v, "error")) return LogLevel::kError;
+    if (!std::strcmp(v, "info")) return LogLevel::kInfo;
+    if (!std::strcmp(v, "debug")) return LogLevel::kDebug;
+    return LogLevel::kWarn;
+  }();
+  return level;
+}
+
+}  // namespace arfusion::detail

@@ -1,0 +1,35 @@
+// Every ARFUSION_* environment variable, read in this one place (README, "Environment").
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "arfusion/arfusion.h"
+#include "errors.h"
+
+namespace arfusion::detail {
+
+// Looks a variable up (std::getenv in production, a map in tests). Returns nullptr if unset.
+using EnvLookup = std::function<const char*(const char*)>;
+EnvLookup processEnv();
+
+// One row per variable: its name and what it sets. The README table is written from this list.
+struct EnvVar {
+  const char* name;
+  const char* help;
+};
+extern const EnvVar kEnvVars[];
+extern const int kNumEnvVars;
+
+// Applies the ARFUSION_* overrides to `config` (Config::read_env must be true to call this).
+// A malformed value is an error (kInvalidArgument naming the variable and the accepted values),
+// never silently ignored. `tuning_file_storage` owns the string config->tuning_file points at.
+Status applyEnv(const EnvLookup& env, Config* config, std::string* tuning_file_storage);
+
+bool parseStrategy(const char* text, Strategy* out);  // auto|oneshot|twoshot|nccl
+bool parseSyncMode(const char* text, SyncMode* out);  // auto|griddep|flag
+
+// ARFUSION_LOG=error|warn|info|debug (default warn), read once per process.
+LogLevel processLogLevel();
+
+}  // namespace arfusion::detail

@@ -1,0 +1,247 @@
+#include "plan.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "arch.h"
+#include "env.h"
+#include "errors.h"
+
+namespace arfusion::detail {
+
+size_t elemSize(DType d) { return d == DType::kFloat32 ? 4 : 2; }
+
+const char* toString(LinkType l) {
+  switch (l) {
+    case LinkType::kSingleRank: return "single-rank";
+    case LinkType::kSameDevice: return "same-device";
+    case LinkType::kNVLink: return "nvlink";
+    case LinkType::kPCIe: return "pcie";
+  }
+  return "unknown";
+}
+
+namespace {
+constexpr int64_t kKiB = 1024, kMiB = 1024 * 1024;
+constexpr int64_t kAll = INT64_MAX;
+
+std::string topoKey(const Topology& t) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "sm%d%d/%s/%d ranks", t.cc_major, t.cc_minor, toString(t.link), t.world);
+  return buf;
+}
+}  // namespace
+
+AutoTable builtinTable(const Topology& t) {
+  AutoTable table;
+  if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
+    // Measured: 2 x H200 NVLink, bf16 and fp16, hidden 4096 and 8192, CUDA-graph replay
+    // (benchmarks/results/, README "Results"). At 2 ranks one-shot and two-shot move the same bytes
+    // and one-shot needs one round trip instead of two, so one-shot covers every size.
+    table.rules = {{kAll, Strategy::kOneShot}};
+    table.source = "built-in " + topoKey(t) + " (measured)";
+    return table;
+  }
+  if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink) {
+    // SM90 NVLink at 3..8 ranks: not measurable here (2 GPUs). One-shot's (n-1)*S bytes per rank
+    // grow with n, so it keeps the latency range only; two-shot takes the middle; NCCL the rest.
+    table.rules = {{512 * kKiB, Strategy::kOneShot}, {32 * kMiB, Strategy::kTwoShot}, {kAll, Strategy::kNccl}};
+    table.source = "built-in " + topoKey(t) + " (conservative, not measured)";
+    return table;
+  }
+  // SM100, SM120, PCIe peers, mixed arches: never measured here. Fused one-shot only for small
+  // decode messages, where any peer-memory path beats NCCL's launch and protocol latency; the NCCL
+  // path above. A tuning file from tools/arfusion-tune replaces this on the user's machine.
+  table.rules = {{256 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kNccl}};
+  table.source = "built-in " + topoKey(t) + " (conservative default, not measured)";
+  return table;
+}
+
+std::string formatTuning(const Topology& t, const AutoTable& table) {
+  std::ostringstream os;
+  os << "# arfusion tuning file: written by tools/arfusion-tune; one rule per line,\n"
+     << "# the first rule with max_bytes >= the message size (tokens*hidden*elem) applies.\n"
+     << "arfusion-tuning 1\n"
+     << "arch " << t.cc_major << "." << t.cc_minor << "\n"
+     << "link " << toString(t.link) << "\n"
+     << "world " << t.world << "\n";
+  for (const Rule& r : table.rules) {
+    os << "rule ";
+    if (r.max_bytes == kAll) os << "max"; else os << r.max_bytes;
+    os << " " << toString(r.strategy) << "\n";
+  }
+  return os.str();
+}
+
+Status parseTuning(const std::string& text, const std::string& source, const Topology& t, AutoTable* out) {
+  std::istringstream in(text);
+  std::string line;
+  int lineno = 0;
+  bool header = false, arch = false, link = false, world = false;
+  AutoTable table;
+  auto bad = [&](const std::string& why) {
+    return failf(Status::kInvalidArgument, "tuning file %s, line %d: %s", source.c_str(), lineno, why.c_str());
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::string key;
+    if (!(ls >> key)) continue;
+    std::string extra;
+    if (key == "arfusion-tuning") {
+      int v = 0;
+      if (!(ls >> v) || v != 1) return bad("unsupported version (expected 'arfusion-tuning 1')");
+      header = true;
+    } else if (!header) {
+      return bad("first line must be 'arfusion-tuning 1'");
+    } else if (key == "arch") {
+      std::string v;
+      ls >> v;
+      char want[16];
+      std::snprintf(want, sizeof want, "%d.%d", t.cc_major, t.cc_minor);
+      if (v != want) return bad("measured on arch " + v + ", this machine is " + want);
+      arch = true;
+    } else if (key == "link") {
+      std::string v;
+      ls >> v;
+      if (v != toString(t.link)) return bad("measured over link " + v + ", this group uses " + toString(t.link));
+      link = true;
+    } else if (key == "world") {
+      int w = 0;
+      if (!(ls >> w) || w != t.world) return bad("measured for another world size (this group has " + std::to_string(t.world) + ")");
+      world = true;
+    } else if (key == "rule") {
+      std::string size, strat;
+      if (!(ls >> size >> strat)) return bad("expected 'rule <max_bytes|max> <oneshot|twoshot|nccl>'");
+      Rule r{};
+      if (size == "max") {
+        r.max_bytes = kAll;
+      } else {
+        char* end = nullptr;
+        const long long v = std::strtoll(size.c_str(), &end, 10);
+        if (*end != '\0' || v <= 0) return bad("max_bytes '" + size + "' is not a positive integer");
+        r.max_bytes = v;
+      }
+      if (!parseStrategy(strat.c_str(), &r.strategy) || r.strategy == Strategy::kAuto)
+        return bad("strategy '" + strat + "' is not oneshot|twoshot|nccl");
+      if (!table.rules.empty() && r.max_bytes <= table.rules.back().max_bytes)
+        return bad("rules must have increasing max_bytes");
+      table.rules.push_back(r);
+    } else {
+      return bad("unknown key '" + key + "'");
+    }
+    if (ls >> extra) return bad("unexpected '" + extra + "'");
+  }
+  if (!header) return failf(Status::kInvalidArgument, "tuning file %s: empty or not a tuning file", source.c_str());
+  if (!arch || !link || !world)
+    return failf(Status::kInvalidArgument, "tuning file %s: needs 'arch', 'link' and 'world' lines", source.c_str());
+  if (table.rules.empty() || table.rules.back().max_bytes != kAll)
+    return failf(Status::kInvalidArgument, "tuning file %s: the last rule must be 'rule max ...'", source.c_str());
+  table.source = source;
+  *out = std::move(table);
+  return Status::kSuccess;
+}
+
+Status loadTuningFile(const char* path, const Topology& t, AutoTable* out) {
+  std::ifstream f(path);
+  if (!f) return failf(Status::kInvalidArgument, "tuning file %s: cannot be opened", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parseTuning(ss.str(), path, t, out);
+}
+
+bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* blocks, int* rows, std::string* why) {
+  const int n = t.world;
+  const int64_t stride = static_cast<int64_t>(rowStride(shape.hidden, shape.dtype));
+  // Rows a region must hold per row of R: one-shot (n-1) peers; two-shot (n-1) RS + (n-1) AG.
+  const int64_t per_r = (s == Strategy::kTwoShot ? 2 : 1) * int64_t(n > 1 ? n - 1 : 1) * stride;
+  const int64_t r_max = static_cast<int64_t>(t.region_bytes) / per_r;
+  if (r_max < 1 || t.max_blocks < 1) {
+    if (why) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "a %" PRId64 "-byte row needs %" PRId64 " bytes per workspace region, which holds %zu (raise workspace_bytes)",
+                    stride, per_r, t.region_bytes);
+      *why = buf;
+    }
+    return false;
+  }
+  const int64_t unit_rows = s == Strategy::kTwoShot ? n : 1;  // rows per unit per R
+  const int64_t per_block = (shape.tokens + unit_rows * t.max_blocks - 1) / (unit_rows * t.max_blocks);
+  const int64_t r = std::max<int64_t>(1, std::min(r_max, per_block));
+  const int64_t units = (shape.tokens + unit_rows * r - 1) / (unit_rows * r);
+  *rows = static_cast<int>(r);
+  *blocks = static_cast<int>(std::min<int64_t>(t.max_blocks, units));
+  return true;
+}
+
+Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
+  const Topology& t = in.topo;
+  Plan p;
+  std::string why;
+  auto setReason = [&](const std::string& r) { std::snprintf(p.reason, sizeof p.reason, "%s", r.c_str()); };
+  const int64_t bytes = shape.tokens * shape.hidden * static_cast<int64_t>(elemSize(shape.dtype));
+
+  Strategy s = in.strategy;
+  std::string rule;
+  if (t.world == 1) {
+    s = Strategy::kNccl;
+    rule = "single rank: local add-RMSNorm, no communication";
+  } else if (s == Strategy::kNccl) {
+    rule = "NCCL path forced by configuration";
+  } else if (s != Strategy::kAuto) {
+    if (!t.fusion_ok)
+      return failf(Status::kNotSupported, "%s forced but fusion is unavailable: %s", toString(s), t.no_fusion_reason.c_str());
+    rule = std::string(toString(s)) + " forced by configuration";
+  } else if (!t.fusion_ok) {
+    s = Strategy::kNccl;
+    rule = "fusion unavailable: " + t.no_fusion_reason;
+  } else {
+    const AutoTable* table = in.table;
+    for (const Rule& r : table->rules) {
+      if (bytes <= r.max_bytes) { s = r.strategy; break; }
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "auto: %" PRId64 " bytes -> %s by %s", bytes, toString(s), table->source.c_str());
+    rule = buf;
+    // Never a two-shot with fewer than two rows per rank: it only adds a round trip.
+    if (s == Strategy::kTwoShot && shape.tokens < 2 * t.world) {
+      s = Strategy::kOneShot;
+      rule += "; tokens < 2*world: oneshot";
+    }
+  }
+  if (s == Strategy::kNccl && !t.has_nccl && t.world > 1) {
+    if (in.strategy == Strategy::kNccl) return fail(Status::kNotSupported, "NCCL path forced but this group has no NCCL communicator");
+    s = Strategy::kOneShot;
+    rule += "; no NCCL communicator: oneshot";
+  }
+  if (s == Strategy::kOneShot || s == Strategy::kTwoShot) {
+    if (!fusedGeometry(t, s, shape, &p.blocks, &p.rows_per_step, &why)) {
+      if (in.strategy != Strategy::kAuto || !t.has_nccl)
+        return failf(Status::kNotSupported, "%s cannot run this shape: %s", toString(s), why.c_str());
+      s = Strategy::kNccl;
+      p.blocks = p.rows_per_step = 0;
+      rule += "; row too wide for the workspace (" + why + "): nccl";
+    }
+  }
+  p.strategy = s;
+  if (s == Strategy::kNccl) {
+    p.sync_mode = SyncMode::kFlagBarrier;
+  } else if (in.sync != SyncMode::kAuto) {
+    p.sync_mode = in.sync;
+    rule += std::string("; sync ") + toString(in.sync) + " forced";
+  } else {
+    p.sync_mode = in.sync_auto;
+    rule += "; sync " + std::string(toString(in.sync_auto)) + ": " + in.sync_auto_reason;
+  }
+  setReason(rule);
+  *out = p;
+  return Status::kSuccess;
+}
+
+}  // namespace arfusion::detail

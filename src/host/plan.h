@@ -1,0 +1,73 @@
+// Strategy selection: the Auto tables and the pure function that turns a shape into a Plan.
+// Everything here is a function of values every rank holds identically (agreed at creation), so
+// every rank decides the same: a rank that decided differently would wait on flags nobody writes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "arfusion/arfusion.h"
+#include "kernels/kernels.h"
+
+namespace arfusion::detail {
+
+enum class LinkType : int { kSingleRank = 0, kSameDevice = 1, kNVLink = 2, kPCIe = 3 };
+const char* toString(LinkType link);
+
+// What creation agreed on, identical on every rank.
+struct Topology {
+  int world = 1;
+  bool has_nccl = true;         // false only for test groups built from peer pointers
+  bool fusion_ok = false;       // every pair of ranks can use the peer workspace
+  std::string no_fusion_reason; // why not, when !fusion_ok
+  int cc_major = 0;             // compute capability (of every rank, unless mixed_arch)
+  int cc_minor = 0;
+  bool mixed_arch = false;
+  LinkType link = LinkType::kSingleRank;  // slowest link between any two ranks
+  int max_blocks = 0;           // min SM count over ranks: fused grids never exceed it
+  size_t region_bytes = 0;      // bytes of one (block, slot) workspace region
+};
+
+// Auto rules: the first rule whose max_bytes >= the message size (tokens*hidden*elem) applies.
+struct Rule {
+  int64_t max_bytes;
+  Strategy strategy;  // kOneShot, kTwoShot or kNccl
+};
+struct AutoTable {
+  std::vector<Rule> rules;  // ascending max_bytes; the last one must cover everything
+  std::string source;       // "built-in SM90/NVLink/2 ranks", or the tuning file path
+};
+
+// The built-in table for this topology: measured for SM90 over NVLink at 2 ranks, conservative
+// everywhere else (plan.cpp has the measurements behind each number).
+AutoTable builtinTable(const Topology& topo);
+
+// Parses a tuning file (format in tools/arfusion-tune and the README). Rejects, with a message, a
+// file that does not parse or was measured for another arch, link or world size.
+Status loadTuningFile(const char* path, const Topology& topo, AutoTable* out);
+// The same from text (tests).
+Status parseTuning(const std::string& text, const std::string& source, const Topology& topo,
+                   AutoTable* out);
+std::string formatTuning(const Topology& topo, const AutoTable& table);
+
+struct PlanInputs {
+  Topology topo;
+  Strategy strategy = Strategy::kAuto;        // Config or commSetStrategy
+  SyncMode sync = SyncMode::kAuto;            // Config or commSetStrategy
+  SyncMode sync_auto = SyncMode::kFlagBarrier;  // arch policy, after the self-check
+  std::string sync_auto_reason;
+  const AutoTable* table = nullptr;
+};
+
+// Grid of a fused strategy for this shape: false (with a reason) if a row does not fit a region.
+bool fusedGeometry(const Topology& topo, Strategy strategy, const Shape& shape, int* blocks,
+                   int* rows_per_step, std::string* why);
+
+// The decision. For a forced fused strategy that cannot run, returns kNotSupported with the reason
+// in lastError(); Auto never fails: it falls back to the NCCL path (or, without NCCL, to a fused
+// strategy that fits).
+Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out);
+
+size_t elemSize(DType dtype);
+
+}  // namespace arfusion::detail

@@ -1,0 +1,164 @@
+// The creation-time self-check of the GridDependency (PDL) sync mode.
+//
+// Runs only where the arch policy would use GridDependency. Every rank runs the same sequence:
+//   correctness: 4 rounds of [slow producer kernel rewrites the input; fused one-shot with PDL] and
+//     the same with FlagBarrier; the two outputs must agree bit for bit. A PDL path that lets the
+//     kernel read its input before the producer finished reads the previous round's input.
+//   speed: 32 back-to-back fused calls in a CUDA graph, per mode; GridDependency must not be slower
+//     than FlagBarrier by more than 25% + 1 us (a PDL path that serialises badly, as on the SM120
+//     incident in the README, shows up here rather than in production).
+// The outcome (any mismatch, max times over ranks) is exchanged, so every rank takes the same
+// decision. On failure the communicator uses FlagBarrier for Auto, logs a warning and plan() says why.
+#include <cstring>
+#include <vector>
+
+#include "communicator.h"
+#include "errors.h"
+
+namespace arfusion::detail {
+
+cudaError_t launchDelayedFill(void* buf, int64_t n, int rank, uint32_t gen, unsigned long long delay_ns,
+                              cudaStream_t stream);
+
+namespace {
+
+struct Outcome {
+  int32_t mismatches;
+  float us_griddep;
+  float us_flag;
+};
+
+struct DeviceBuffers {
+  std::vector<void*> ptrs;
+  ~DeviceBuffers() {
+    for (void* p : ptrs) cudaFree(p);
+  }
+  Status alloc(void** p, size_t bytes) {
+    ARF_CUDA(cudaMalloc(p, bytes));
+    ptrs.push_back(*p);
+    return Status::kSuccess;
+  }
+};
+
+}  // namespace
+
+Status selfCheck(Communicator* c) {
+  const int64_t tokens = 8, hidden = 2048;
+  const size_t bytes = tokens * hidden * 2;
+  Shape shape{tokens, hidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm};
+  Plan plan;
+  plan.strategy = Strategy::kOneShot;
+  std::string why;
+  if (!fusedGeometry(c->topo, Strategy::kOneShot, shape, &plan.blocks, &plan.rows_per_step, &why))
+    return failf(Status::kInternalError, "self-check shape does not fit the workspace: %s", why.c_str());
+
+  DeviceBuffers buf;
+  void *input, *residual, *gamma, *res_a, *norm_a, *res_b, *norm_b;
+  for (void** p : {&input, &residual, &gamma, &res_a, &norm_a, &res_b, &norm_b}) ARF_TRY(buf.alloc(p, bytes));
+  cudaStream_t stream;
+  ARF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  struct StreamGuard {
+    cudaStream_t s;
+    ~StreamGuard() { cudaStreamDestroy(s); }
+  } guard{stream};
+  ARF_CUDA(launchDelayedFill(residual, tokens * hidden, c->rank + 100, 1, 0, stream));
+  ARF_CUDA(launchDelayedFill(gamma, hidden, 7, 2, 0, stream));
+
+  auto args = [&](void* res_out, void* norm_out) {
+    RowArgs a;
+    a.input = input;
+    a.residual_in = residual;
+    a.residual_out = res_out;
+    a.gamma = gamma;
+    a.out = norm_out;
+    a.tokens = tokens;
+    a.hidden = hidden;
+    a.eps = 1e-6f;
+    a.op = Op::kAllReduceAddRMSNorm;
+    return a;
+  };
+  Outcome mine{};
+  std::vector<char> ha(bytes * 2), hb(bytes * 2);
+  for (uint32_t gen = 1; gen <= 4; ++gen) {
+    for (int mode = 0; mode < 2; ++mode) {
+      plan.sync_mode = mode == 0 ? SyncMode::kGridDependency : SyncMode::kFlagBarrier;
+      void* ro = mode == 0 ? res_a : res_b;
+      void* no = mode == 0 ? norm_a : norm_b;
+      ARF_CUDA(cudaMemsetAsync(ro, 0xff, bytes, stream));
+      ARF_CUDA(cudaMemsetAsync(no, 0xff, bytes, stream));
+      ARF_CUDA(launchDelayedFill(input, tokens * hidden, c->rank, gen, 20000, stream));
+      ARF_TRY(c->runPlanned(args(ro, no), DType::kBFloat16, true, plan, stream));
+    }
+    ARF_CUDA(cudaStreamSynchronize(stream));
+    ARF_TRY(c->checkHealth());
+    ARF_CUDA(cudaMemcpy(ha.data(), res_a, bytes, cudaMemcpyDeviceToHost));
+    ARF_CUDA(cudaMemcpy(ha.data() + bytes, norm_a, bytes, cudaMemcpyDeviceToHost));
+    ARF_CUDA(cudaMemcpy(hb.data(), res_b, bytes, cudaMemcpyDeviceToHost));
+    ARF_CUDA(cudaMemcpy(hb.data() + bytes, norm_b, bytes, cudaMemcpyDeviceToHost));
+    if (std::memcmp(ha.data(), hb.data(), ha.size()) != 0) ++mine.mismatches;
+  }
+
+  // Speed: graphs of 32 calls per mode.
+  cudaEvent_t e0, e1;
+  ARF_CUDA(cudaEventCreate(&e0));
+  ARF_CUDA(cudaEventCreate(&e1));
+  for (int mode = 0; mode < 2; ++mode) {
+    plan.sync_mode = mode == 0 ? SyncMode::kGridDependency : SyncMode::kFlagBarrier;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    ARF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < 32; ++i) {
+      const Status st = c->runPlanned(args(res_a, norm_a), DType::kBFloat16, true, plan, stream);
+      if (st != Status::kSuccess) {
+        cudaStreamEndCapture(stream, &graph);
+        return st;
+      }
+    }
+    ARF_CUDA(cudaStreamEndCapture(stream, &graph));
+    ARF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    float best = 1e30f;
+    for (int rep = 0; rep < 4; ++rep) {
+      ARF_CUDA(cudaEventRecord(e0, stream));
+      ARF_CUDA(cudaGraphLaunch(exec, stream));
+      ARF_CUDA(cudaEventRecord(e1, stream));
+      ARF_CUDA(cudaEventSynchronize(e1));
+      float ms = 0;
+      ARF_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      if (rep > 0 && ms < best) best = ms;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    (mode == 0 ? mine.us_griddep : mine.us_flag) = best * 1000.f / 32;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  ARF_TRY(c->checkHealth());
+
+  std::vector<Outcome> all(c->world);
+  ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(Outcome)));
+  int mismatches = 0;
+  float gd = 0, fl = 0;
+  for (const Outcome& o : all) {
+    mismatches += o.mismatches;
+    gd = std::max(gd, o.us_griddep);
+    fl = std::max(fl, o.us_flag);
+  }
+  char buf2[200];
+  if (mismatches > 0) {
+    c->sync_auto = SyncMode::kFlagBarrier;
+    std::snprintf(buf2, sizeof buf2, "self-check: GridDependency gave wrong results (%d rounds), using flag barrier", mismatches);
+    c->sync_auto_reason = buf2;
+    logf(LogLevel::kWarn, c->rank, "%s", buf2);
+  } else if (gd > fl * 1.25f + 1.0f) {
+    c->sync_auto = SyncMode::kFlagBarrier;
+    std::snprintf(buf2, sizeof buf2, "self-check: GridDependency slower (%.2f us vs %.2f us per call), using flag barrier", gd, fl);
+    c->sync_auto_reason = buf2;
+    logf(LogLevel::kWarn, c->rank, "%s", buf2);
+  } else {
+    std::snprintf(buf2, sizeof buf2, "; self-check passed (griddep %.2f us, flag %.2f us per call)", gd, fl);
+    c->sync_auto_reason += buf2;
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace arfusion::detail

@@ -1,0 +1,21 @@
+// Argument validation of the public calls. validateArgs is pure (no CUDA), so the CPU tests cover
+// every rule; validatePointers asks the CUDA driver where each pointer lives.
+#pragma once
+
+#include "arfusion/arfusion.h"
+#include "kernels/kernels.h"
+
+namespace arfusion::detail {
+
+constexpr int64_t kMaxHidden = 65536;
+
+// Nulls, shape, dtype, eps, aliasing. Sets lastError() and returns kInvalidArgument on failure.
+Status validateArgs(const RowArgs& args, DType dtype);
+// True if every pointer the op uses is 16-byte aligned and a row is a whole number of 16-byte packs.
+bool vectorizable(const RowArgs& args, DType dtype);
+// Every pointer the op uses is device memory of `device`, large enough for the tensor.
+Status validatePointers(const RowArgs& args, DType dtype, int device);
+// The stream belongs to `device`.
+Status validateStream(cudaStream_t stream, int device);
+
+}  // namespace arfusion::detail

@@ -1,0 +1,77 @@
+// Host-visible interface of the kernels: plain-old-data parameter blocks and launch functions.
+// Nothing here includes CUDA device headers, so host-only code (communicator, plan, tests) can use it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "arfusion/arfusion.h"
+
+namespace arfusion::detail {
+
+constexpr int kMaxRanks = 8;
+// Threads of every fused and norm block. One block owns whole rows (the norm needs the full row);
+// 512 threads cover a 4096-wide bf16 row with one 16-byte vector per thread.
+constexpr int kThreads = 512;
+// Vectors per thread a row may need and still live in registers; wider rows take a two-pass path
+// that re-reads residual_out (its own writes) for the norm.
+constexpr int kMaxVecPerThread = 4;
+// Data slots per block region. Two: the "data ready" flag of epoch e also proves the peer finished
+// reading the other slot (epoch e-1), so epoch e+1 may overwrite it. See sync.cuh.
+constexpr int kSlots = 2;
+// Flag phases: 0 = one-shot data / two-shot reduce-scatter, 1 = two-shot all-gather.
+constexpr int kPhases = 2;
+
+// Device-side view of one rank's communicator: peer pointers and the control words. Passed by value.
+struct DeviceComm {
+  uint32_t* flags[kMaxRanks];  // each rank's flag array: [kPhases][max_blocks][kMaxRanks] (by sender)
+  uint8_t* data[kMaxRanks];    // each rank's data regions: [max_blocks][kSlots][region_bytes]
+  uint32_t* epochs;            // this rank's per-block epoch counters [max_blocks] (local)
+  uint32_t* error;             // host-mapped: [0] code (0 ok, 1 timeout, 2 abort), [1] block<<8|peer, [2] epoch
+  const uint32_t* abort_flag;  // host-mapped, non-zero after commAbort()
+  unsigned long long timeout_ns;
+  size_t region_bytes;         // bytes of one (block, slot) region
+  int rank;
+  int world;
+  int max_blocks;
+};
+
+// One call's tensors. `out` is norm_out (kAllReduceAddRMSNorm) or the allreduce output (kAllReduce).
+struct RowArgs {
+  const void* input = nullptr;
+  const void* residual_in = nullptr;
+  void* residual_out = nullptr;
+  const void* gamma = nullptr;
+  void* out = nullptr;
+  int64_t tokens = 0;
+  int64_t hidden = 0;
+  float eps = 0.f;
+  Op op = Op::kAllReduceAddRMSNorm;
+};
+
+// Grid decisions of a fused call; identical on all ranks (derived from the shape and from values
+// agreed at creation), since they decide which flags each block waits for.
+struct FusedLaunch {
+  int blocks = 0;         // grid size, <= max_blocks
+  int rows_per_step = 0;  // rows per rank a block moves per synchronised step (R)
+  bool vector = true;     // 16-byte path (aligned pointers, row bytes % 16 == 0)
+  SyncMode sync = SyncMode::kFlagBarrier;
+  DType dtype = DType::kBFloat16;
+};
+
+// Bytes one row occupies in the workspace (rounded up to 16 so vector rows stay aligned).
+inline size_t rowStride(int64_t hidden, DType dtype) {
+  const size_t elem = dtype == DType::kFloat32 ? 4 : 2;
+  return (static_cast<size_t>(hidden) * elem + 15) / 16 * 16;
+}
+
+cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                          cudaStream_t stream);
+cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                          cudaStream_t stream);
+// residual_out = residual_in + input (x); out = RMSNorm(residual_out) * gamma (per args.op).
+cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream);
+
+}  // namespace arfusion::detail

@@ -1,0 +1,110 @@
+// One-shot fused allreduce + residual add + RMSNorm over peer memory: the decode kernel.
+//
+// Algorithm (n ranks, grid G, R rows per step; both derived from the shape, identical on all ranks)
+//   Rows are cut into units of R consecutive rows; block b takes units b, b+G, ... For each unit,
+//   at a fresh epoch e of block b (sync.cuh):
+//     1. push: read the unit's R input rows once, store them into slot e%2 of block b's region on
+//        every peer, at this rank's sender index: (n-1) * R * row bytes leave each rank per unit;
+//     2. signal every peer (release), wait for every peer (acquire): one cross-GPU round trip;
+//     3. reduce: for each row, sum the n contributions in rank order 0..n-1 in fp32 (own rows from
+//        the input, peers' from the local region, L2-only loads), round to T, and run the shared
+//        RowEpilogue (residual add, RMSNorm) which writes residual_out / norm_out.
+//   Every rank computes the same sums in the same order: outputs are bitwise identical on all ranks.
+//   Pushing (posted remote stores) rather than pulling keeps the single round trip the only
+//   cross-GPU latency on the critical path.
+// Memory ordering: sync.cuh (plain payload stores, bar.sync, release flag; acquire, bar.sync, .cg
+//   payload loads). kGridDependency: cudaGridDependencySynchronize() before the first global
+//   access (inputs, epochs), trigger after the last output write.
+// Limits: R * (n-1) rows must fit one region (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
+//   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
+#include "dispatch.cuh"
+#include "norm_epilogue.cuh"
+#include "sync.cuh"
+
+namespace arfusion::detail {
+namespace {
+
+template <typename T, int VEC, SyncMode kSync>
+__global__ void __launch_bounds__(kThreads) oneShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+  using Epi = RowEpilogue<T, VEC>;
+  using P = Pack<T, VEC>;
+  __shared__ typename Epi::Shared sh;
+  gridDependencyWait<kSync>();
+
+  const int b = blockIdx.x;
+  const int R = rows_per_step;
+  const int64_t nvec = a.hidden / VEC;
+  const int64_t stride = strideElems<T>(a.hidden);
+  const T* in = static_cast<const T*>(a.input);
+  const int64_t units = (a.tokens + R - 1) / R;
+  uint32_t epoch = c.epochs[b];
+
+  for (int64_t u = b; u < units; u += gridDim.x) {
+    ++epoch;
+    const int64_t row0 = u * R;
+    const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
+
+    // 1. Push this unit's rows to every peer.
+    for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
+      const int j = static_cast<int>(idx / nvec);
+      const int64_t i = idx - j * nvec;
+      const P p = loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC);
+#pragma unroll
+      for (int d = 1; d < kMaxRanks; ++d) {
+        if (d < c.world) {
+          const int peer = (c.rank + d) % c.world;
+          T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) +
+                   (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+          storePack<T, VEC>(dst, p);
+        }
+      }
+    }
+    // 2. One round trip.
+    signalPeers(c, 0, b, epoch);
+    if (!waitPeers(c, 0, b, epoch)) return;
+
+    // 3. Reduce in rank order and run the epilogue, row by row.
+    const T* region = reinterpret_cast<const T*>(regionAddr(c, c.rank, b, epoch));
+    for (int j = 0; j < rows; ++j) {
+      const T* own = in + (row0 + j) * a.hidden;
+      Epi::run(a, row0 + j, sh, [&](int64_t i) {
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = 0.f;
+#pragma unroll
+        for (int src = 0; src < kMaxRanks; ++src) {
+          if (src < c.world) {
+            const P p = src == c.rank
+                            ? loadPack<T, VEC>(own + i * VEC)
+                            : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
+          }
+        }
+        P s;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
+        return s;
+      });
+    }
+  }
+  if (threadIdx.x == 0) c.epochs[b] = epoch;
+  gridDependencyTrigger<kSync>();
+}
+
+}  // namespace
+
+cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                          cudaStream_t stream) {
+  return dispatchType(launch.dtype, launch.vector, [&](auto tv) {
+    using T = typename decltype(tv)::type;
+    constexpr int VEC = decltype(tv)::vec;
+    if (launch.sync == SyncMode::kGridDependency)
+      return launchFused(oneShotKernel<T, VEC, SyncMode::kGridDependency>, launch.sync, launch.blocks,
+                         stream, comm, args, launch.rows_per_step);
+    return launchFused(oneShotKernel<T, VEC, SyncMode::kFlagBarrier>, launch.sync, launch.blocks,
+                       stream, comm, args, launch.rows_per_step);
+  });
+}
+
+}  // namespace arfusion::detail

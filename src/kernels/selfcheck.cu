@@ -1,0 +1,35 @@
+// Helper kernels of the creation-time self-check (src/host/selfcheck.cpp).
+//
+// delayedFill: every thread spins for delay_ns of %globaltimer, then writes a pattern that depends
+// on (rank, generation). A GridDependency kernel launched right after it must see the new pattern;
+// one that read its input before the grid dependency resolved would see the previous generation.
+#include <cuda_bf16.h>
+
+#include "sync.cuh"
+
+namespace arfusion::detail {
+namespace {
+
+__global__ void delayedFill(__nv_bfloat16* buf, int64_t n, int rank, uint32_t gen, unsigned long long delay_ns) {
+  const unsigned long long start = globalTimerNs();
+  while (globalTimerNs() - start < delay_ns) {
+  }
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    buf[i] = __float2bfloat16_rn(static_cast<float>((i * 7 + rank * 13 + gen * 31) % 17) * 0.25f - 2.0f);
+}
+
+}  // namespace
+
+cudaError_t launchDelayedFill(void* buf, int64_t n, int rank, uint32_t gen, unsigned long long delay_ns,
+                              cudaStream_t stream) {
+  delayedFill<<<8, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(buf), n, rank, gen, delay_ns);
+  return cudaGetLastError();
+}
+
+// Fails with cudaErrorNoKernelImageForDevice when the fatbin has no code for the current device.
+cudaError_t kernelImageCheck() {
+  cudaFuncAttributes attr;
+  return cudaFuncGetAttributes(&attr, delayedFill);
+}
+
+}  // namespace arfusion::detail

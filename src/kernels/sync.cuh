@@ -1,0 +1,125 @@
+// Sync primitives of the fused kernels: the two sync modes, cross-rank flags, bounded waits.
+//
+// Cross-rank protocol (both sync modes)
+//   Every block b of every rank owns an epoch counter epochs[b] in local device memory. Each
+//   synchronised step of block b increments it, so block b of every rank sees the same sequence of
+//   epochs: ranks launch identical grids and identical step counts (both are derived from the call's
+//   shape only). Epochs are never reset; comparisons are wraparound-safe.
+//   A step at epoch e:
+//     1. writes its payload into slot (e % kSlots) of block b's region on every peer (plain stores);
+//     2. __syncthreads(); one thread per peer does a system-scope *release* store of e into the
+//        peer's flags[phase][b][my rank]. bar.sync orders the block's payload stores before the
+//        release, and release at system scope makes them visible before the flag;
+//     3. one thread per peer spins on a system-scope *acquire* load of its own flags[phase][b][peer]
+//        until it reads >= e, then __syncthreads(); payload reads come after the acquire. Payload is
+//        read with ld.global.cg (L2 only), never through the non-coherent L1.
+//   Buffer reuse ("data ready" vs "buffer free"): a peer's flag e is written after the peer finished
+//   every read of epoch e-1 (block b's steps run in order). With two slots, epoch e+1 overwrites the
+//   slot of epoch e-1, and a rank starts writing e+1 only after it saw every peer's flag e. So a
+//   ready flag of epoch e is also the free signal of slot (e+1) % 2; no separate flag is needed,
+//   and no block can run more than one epoch ahead of a peer (flags hold e or e+1, hence ">=").
+//
+// Sync modes (intra-rank, against the previous kernel on the stream)
+//   GridDependency: launched with programmatic stream serialization (PDL). The kernel calls
+//     cudaGridDependencySynchronize() before touching anything a previous kernel wrote (inputs,
+//     epochs, flags' meaning) and cudaTriggerProgrammaticLaunchCompletion() only after its last
+//     global write. Compiled only into kGridDependency kernels.
+//   FlagBarrier: plain launch; stream order does the same job. Contains no griddepcontrol at all
+//     (tests/check_ptx.py proves it for sm_120a).
+//
+// Bounded waits: a spinning thread reads %globaltimer every 256 polls and gives up after
+// timeout_ns, or as soon as the host-mapped abort flag is set. It records the failure in the
+// host-mapped error word  and the whole block leaves the kernel; the host
+// reports kTimeout / kAborted at the next call or through commGetAsyncError().
+#pragma once
+
+#include <cuda/atomic>
+
+#include "kernels.h"
+
+namespace arfusion::detail {
+
+enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2 };
+
+template <SyncMode kSync>
+__device__ __forceinline__ void gridDependencyWait() {
+  if constexpr (kSync == SyncMode::kGridDependency) cudaGridDependencySynchronize();
+}
+
+template <SyncMode kSync>
+__device__ __forceinline__ void gridDependencyTrigger() {
+  if constexpr (kSync == SyncMode::kGridDependency) cudaTriggerProgrammaticLaunchCompletion();
+}
+
+__device__ __forceinline__ unsigned long long globalTimerNs() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ uint32_t* flagAddr(uint32_t* flags, int max_blocks, int phase, int block,
+                                              int src) {
+  return flags + (static_cast<size_t>(phase) * max_blocks + block) * kMaxRanks + src;
+}
+
+// Peer slot index of `src` in the region of `dst`: the n-1 senders, skipping dst itself.
+__device__ __forceinline__ int senderIndex(int src, int dst) { return src < dst ? src : src - 1; }
+
+// Data slot of (block, epoch) in rank r's workspace.
+__device__ __forceinline__ uint8_t* regionAddr(const DeviceComm& c, int r, int block, uint32_t epoch) {
+  return c.data[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.region_bytes;
+}
+
+// Step 2 of the protocol. Call with every thread of the block, after the payload stores.
+__device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch) {
+  __syncthreads();
+  const int t = threadIdx.x;
+  if (t < c.world - 1) {
+    const int peer = t < c.rank ? t : t + 1;
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_system> flag(
+        *flagAddr(c.flags[peer], c.max_blocks, phase, block, c.rank));
+    flag.store(epoch, cuda::std::memory_order_release);
+  }
+}
+
+// Records a failure in the host-mapped error word. Plain volatile stores, no atomics: PCIe
+// atomics to host memory are not available everywhere. Racing blocks may interleave their details;
+// any one failure is enough for the host.
+static __device__ __noinline__ void reportFailure(const DeviceComm& c, uint32_t code, int block, int peer,
+                                           uint32_t epoch) {
+  volatile uint32_t* err = c.error;
+  err[1] = (static_cast<uint32_t>(block) << 8) | static_cast<uint32_t>(peer);
+  err[2] = epoch;
+  __threadfence_system();
+  err[0] = code;
+  __threadfence_system();
+}
+
+// Step 3 of the protocol. Call with every thread of the block. Returns false (on every thread) if
+// any peer timed out or the communicator was aborted; the caller must then leave the kernel.
+__device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int block, uint32_t epoch) {
+  const int t = threadIdx.x;
+  bool ok = true;
+  if (t < c.world - 1) {
+    const int peer = t < c.rank ? t : t + 1;
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_system> flag(
+        *flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
+    unsigned long long start = 0;
+    for (uint32_t polls = 1;; ++polls) {
+      if (static_cast<int32_t>(flag.load(cuda::std::memory_order_acquire) - epoch) >= 0) break;
+      if ((polls & 255u) == 0) {
+        const unsigned long long now = globalTimerNs();
+        if (start == 0) start = now;
+        const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
+        if (aborted || now - start > c.timeout_ns) {
+          reportFailure(c, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
+          ok = false;
+          break;
+        }
+      }
+    }
+  }
+  return __syncthreads_and(ok) != 0;
+}
+
+}  // namespace arfusion::detail

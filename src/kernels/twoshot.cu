@@ -1,0 +1,139 @@
+// Two-shot fused allreduce + residual add + RMSNorm over peer memory: the prefill kernel.
+//
+// Algorithm (n ranks, grid G, R rows per rank per step; derived from the shape, identical on all
+// ranks). Rows are cut into units of n*R rows; inside a unit, rank r owns rows [r*R, (r+1)*R).
+// Block b takes units b, b+G, ...; each unit is one epoch e of block b (sync.cuh) with two phases:
+//   1. reduce-scatter: push the unit's rows owned by each peer to that peer (slot e%2, RS part);
+//      signal/wait phase 0;
+//   2. reduce the owned rows in rank order 0..n-1 (fp32, rounded to T), push each reduced vector to
+//      every peer (AG part) as it is produced, and run the RowEpilogue on it locally;
+//      signal/wait phase 1;
+//   3. run the RowEpilogue on every peer-owned row of the unit, from the gathered sums.
+// Why gather the sums and not the outputs: each rank still writes its own residual_out/norm_out,
+// from its own residual_in (ranks' residuals need not be equal). Gathering sums moves
+// 2(n-1)/n * S bytes per rank; gathering residual_out and norm_out instead would move 3(n-1)/n * S,
+// and the epilogue's HBM traffic (read residual and gamma, write two outputs) is the same either way.
+// Rows are owned whole, so the norm needs no cross-rank or cross-block reduction.
+// Results are bitwise identical on all ranks: one owner reduces each row, everyone uses its sum.
+// Memory ordering: as the one-shot (sync.cuh), once per phase. Both phases live in slot e%2;
+//   a peer writes slot e%2 at epoch e only after it saw this rank's phase-0 flag of epoch e-1,
+//   sent after this rank's last read of epoch e-2 (the same slot).
+// Limits: 2 * (n-1) * R rows must fit one region (plan.cpp checks); G <= SM count (co-residency).
+//   Tokens < n, or not a multiple of n*R: owners of missing rows only take part in the flags.
+#include "dispatch.cuh"
+#include "norm_epilogue.cuh"
+#include "sync.cuh"
+
+namespace arfusion::detail {
+namespace {
+
+template <typename T, int VEC, SyncMode kSync>
+__global__ void __launch_bounds__(kThreads) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+  using Epi = RowEpilogue<T, VEC>;
+  using P = Pack<T, VEC>;
+  __shared__ typename Epi::Shared sh;
+  gridDependencyWait<kSync>();
+
+  const int b = blockIdx.x;
+  const int R = rows_per_step;
+  const int n = c.world;
+  const int64_t nvec = a.hidden / VEC;
+  const int64_t stride = strideElems<T>(a.hidden);
+  const int64_t ag_offset = int64_t(n - 1) * R * stride;  // AG part after the RS part
+  const T* in = static_cast<const T*>(a.input);
+  const int64_t units = (a.tokens + int64_t(n) * R - 1) / (int64_t(n) * R);
+  uint32_t epoch = c.epochs[b];
+
+  auto rowsOf = [&](int64_t first) -> int {
+    const int64_t left = a.tokens - first;
+    return left <= 0 ? 0 : static_cast<int>(left < R ? left : R);
+  };
+
+  for (int64_t u = b; u < units; u += gridDim.x) {
+    ++epoch;
+    const int64_t unit0 = u * n * R;
+
+    // 1. Reduce-scatter: each peer's rows go to that peer.
+    for (int d = 1; d < n; ++d) {
+      const int peer = (c.rank + d) % n;
+      const int64_t first = unit0 + int64_t(peer) * R;
+      const int rows = rowsOf(first);
+      T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + int64_t(senderIndex(c.rank, peer)) * R * stride;
+      for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
+        const int j = static_cast<int>(idx / nvec);
+        const int64_t i = idx - j * nvec;
+        storePack<T, VEC>(dst + j * stride + i * VEC, loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC));
+      }
+    }
+    signalPeers(c, 0, b, epoch);
+    if (!waitPeers(c, 0, b, epoch)) return;
+
+    // 2. Reduce the owned rows, all-gather each sum as it is produced, epilogue locally.
+    T* region = reinterpret_cast<T*>(regionAddr(c, c.rank, b, epoch));
+    const int64_t mine0 = unit0 + int64_t(c.rank) * R;
+    const int mine = rowsOf(mine0);
+    for (int j = 0; j < mine; ++j) {
+      const T* own = in + (mine0 + j) * a.hidden;
+      Epi::run(a, mine0 + j, sh, [&](int64_t i) {
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = 0.f;
+#pragma unroll
+        for (int src = 0; src < kMaxRanks; ++src) {
+          if (src < n) {
+            const P p = src == c.rank
+                            ? loadPack<T, VEC>(own + i * VEC)
+                            : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
+          }
+        }
+        P s;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
+#pragma unroll
+        for (int d = 1; d < kMaxRanks; ++d) {
+          if (d < n) {
+            const int peer = (c.rank + d) % n;
+            T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + ag_offset +
+                     (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+            storePack<T, VEC>(dst, s);
+          }
+        }
+        return s;
+      });
+    }
+    signalPeers(c, 1, b, epoch);
+    if (!waitPeers(c, 1, b, epoch)) return;
+
+    // 3. Epilogue of the peers' rows from the gathered sums.
+    for (int d = 1; d < n; ++d) {
+      const int owner = (c.rank + d) % n;
+      const int64_t first = unit0 + int64_t(owner) * R;
+      const int rows = rowsOf(first);
+      const T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
+      for (int j = 0; j < rows; ++j) {
+        Epi::run(a, first + j, sh, [&](int64_t i) { return loadPackCg<T, VEC>(sums + j * stride + i * VEC); });
+      }
+    }
+  }
+  if (threadIdx.x == 0) c.epochs[b] = epoch;
+  gridDependencyTrigger<kSync>();
+}
+
+}  // namespace
+
+cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                          cudaStream_t stream) {
+  return dispatchType(launch.dtype, launch.vector, [&](auto tv) {
+    using T = typename decltype(tv)::type;
+    constexpr int VEC = decltype(tv)::vec;
+    if (launch.sync == SyncMode::kGridDependency)
+      return launchFused(twoShotKernel<T, VEC, SyncMode::kGridDependency>, launch.sync, launch.blocks,
+                         stream, comm, args, launch.rows_per_step);
+    return launchFused(twoShotKernel<T, VEC, SyncMode::kFlagBarrier>, launch.sync, launch.blocks,
+                       stream, comm, args, launch.rows_per_step);
+  });
+}
+
+}  // namespace arfusion::detail

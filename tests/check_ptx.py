@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Proves the arch policy in the generated code.
+
+For each fused kernel file, compiles PTX for the given virtual arch and checks every kernel entry:
+  * FlagBarrier instantiations (template argument SyncMode == 2) contain no `griddepcontrol`;
+  * GridDependency instantiations (SyncMode == 1) contain both `griddepcontrol.wait` and
+    `griddepcontrol.launch_dependents` (only checked with --expect-griddep).
+Usage: check_ptx.py --nvcc NVCC --arch compute_120a [--expect-griddep] -I... file.cu ...
+"""
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def entries(ptx):
+    # ".visible .entry NAME(" ... up to the matching closing brace at column 0.
+    out = {}
+    for m in re.finditer(r"^(?:\.visible\s+|\.weak\s+)?\.entry\s+(\S+)\(", ptx, re.M):
+        start = m.start()
+        end = ptx.find("\n}\n", start)
+        out[m.group(1)] = ptx[start:end if end > 0 else len(ptx)]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nvcc", required=True)
+    ap.add_argument("--arch", required=True)
+    ap.add_argument("--expect-griddep", action="store_true")
+    ap.add_argument("-I", action="append", default=[])
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    failures, flag_kernels, gd_kernels = [], 0, 0
+    for f in a.files:
+        with tempfile.NamedTemporaryFile(suffix=".ptx") as tmp:
+            cmd = [a.nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-ptx", f"-arch={a.arch}", "-o", tmp.name, f]
+            cmd += [f"-I{i}" for i in a.I]
+            subprocess.run(cmd, check=True)
+            ptx = open(tmp.name).read()
+        for name, body in entries(ptx).items():
+            if "SyncModeE2E" in name:
+                flag_kernels += 1
+                if "griddepcontrol" in body:
+                    failures.append(f"{a.arch} {name}: FlagBarrier kernel contains griddepcontrol")
+            elif "SyncModeE1E" in name:
+                gd_kernels += 1
+                if a.expect_griddep and not ("griddepcontrol.wait" in body and "griddepcontrol.launch_dependents" in body):
+                    failures.append(f"{a.arch} {name}: GridDependency kernel lacks griddepcontrol.wait/launch_dependents")
+    print(f"{a.arch}: {flag_kernels} FlagBarrier kernels, {gd_kernels} GridDependency kernels checked")
+    if flag_kernels == 0 or gd_kernels == 0:
+        failures.append("no kernels found: the mangled-name patterns no longer match")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+#include "gpu_harness.h"
+
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "arfusion/testing.h"
+#include "host/bootstrap.h"
+
+namespace arftest {
+
+int gpuCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+namespace {
+
+std::string firstFailure(const std::vector<std::string>& errs) {
+  for (size_t r = 0; r < errs.size(); ++r)
+    if (!errs[r].empty()) return "rank " + std::to_string(r) + ": " + errs[r];
+  return "";
+}
+
+// Host all-gather through NCCL on the rank's stream.
+std::function<void(const void*, void*, size_t)> ncclAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world) {
+  return [=](const void* mine, void* all, size_t bytes) {
+    void* d = nullptr;
+    cudaMalloc(&d, bytes * world);
+    cudaMemcpyAsync(static_cast<char*>(d) + rank * bytes, mine, bytes, cudaMemcpyHostToDevice, stream);
+    ncclAllGather(static_cast<char*>(d) + rank * bytes, d, bytes, ncclUint8, nccl, stream);
+    cudaMemcpyAsync(all, d, bytes * world, cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
+    cudaFree(d);
+  };
+}
+
+}  // namespace
+
+std::string runThreadsNccl(int world, const arfusion::Config& config, const Scenario& scenario, std::string* skip) {
+  if (gpuCount() < world) {
+    *skip = "needs " + std::to_string(world) + " GPUs, found " + std::to_string(gpuCount());
+    return "";
+  }
+  std::vector<ncclComm_t> ncomms(world);
+  std::vector<int> devs(world);
+  for (int r = 0; r < world; ++r) devs[r] = r;
+  if (ncclCommInitAll(ncomms.data(), world, devs.data()) != ncclSuccess) return "ncclCommInitAll failed";
+  std::vector<std::string> errs(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(r);
+      RankCtx ctx;
+      ctx.rank = r;
+      ctx.world = world;
+      ctx.device = r;
+      ctx.nccl = ncomms[r];
+      cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking);
+      ctx.allGather = ncclAllGather(ctx.nccl, ctx.stream, r, world);
+      const arfusion::Status st = arfusion::commCreate(ctx.nccl, config, &ctx.comm);
+      if (st != arfusion::Status::kSuccess) {
+        errs[r] = std::string("commCreate: ") + arfusion::statusString(st) + ": " + arfusion::lastError();
+      } else {
+        errs[r] = scenario(ctx);
+        arfusion::commDestroy(ctx.comm);
+      }
+      cudaStreamDestroy(ctx.stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto c : ncomms) ncclCommDestroy(c);
+  return firstFailure(errs);
+}
+
+std::string runLocalGroup(int world, const arfusion::Config& config, int max_blocks, const Scenario& scenario,
+                          std::string* skip) {
+  const int ngpu = gpuCount();
+  if (ngpu < 1) {
+    *skip = "needs a GPU";
+    return "";
+  }
+  std::vector<int> devs(world);
+  for (int r = 0; r < world; ++r) devs[r] = r % ngpu;
+  std::vector<arfusion::Communicator*> comms;
+  const arfusion::Status st = arfusion::testing::createGroup(world, devs.data(), config, &comms, max_blocks);
+  if (st != arfusion::Status::kSuccess) return std::string("createGroup: ") + arfusion::lastError();
+  auto exchange = arfusion::detail::makeLocalExchange(world);
+  std::vector<std::string> errs(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(devs[r]);
+      RankCtx ctx;
+      ctx.rank = r;
+      ctx.world = world;
+      ctx.device = devs[r];
+      ctx.comm = comms[r];
+      cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking);
+      auto boot = std::shared_ptr<arfusion::detail::Bootstrap>(arfusion::detail::makeLocalBootstrap(exchange, r));
+      ctx.allGather = [boot](const void* mine, void* all, size_t bytes) { boot->allGather(mine, all, bytes); };
+      errs[r] = scenario(ctx);
+      cudaStreamDestroy(ctx.stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(devs[r]);
+    arfusion::commDestroy(comms[r]);
+  }
+  return firstFailure(errs);
+}
+
+}  // namespace arftest

@@ -1,0 +1,63 @@
+// Multi-rank GPU test harness: the same scenario runs as W ranks, as
+//   * threads of one process over NCCL, one GPU each (ThreadsNccl),
+//   * processes over NCCL, one GPU each (test_gpu_procs: forked before any CUDA call),
+//   * threads of one process without NCCL, several ranks per GPU (LocalGroup: 3..8 ranks on 1-2 GPUs).
+// A scenario returns "" on success or a description of the first failure.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "arfusion/arfusion.h"
+
+namespace arftest {
+
+struct RankCtx {
+  int rank = 0, world = 1, device = 0;
+  arfusion::Communicator* comm = nullptr;
+  ncclComm_t nccl = nullptr;  // null in local groups
+  cudaStream_t stream = nullptr;
+  // Host all-gather among the ranks (for cross-rank checks).
+  std::function<void(const void* mine, void* all, size_t bytes)> allGather;
+};
+
+using Scenario = std::function<std::string(RankCtx&)>;
+
+int gpuCount();
+// Runs `scenario` on `world` ranks as threads over NCCL (one GPU each). "" or the first failure
+// (prefixed by its rank). *skip gets a reason if the machine cannot run it.
+std::string runThreadsNccl(int world, const arfusion::Config& config, const Scenario& scenario, std::string* skip);
+// Runs on `world` ranks spread round-robin over the visible GPUs, without NCCL.
+std::string runLocalGroup(int world, const arfusion::Config& config, int max_blocks, const Scenario& scenario,
+                          std::string* skip);
+
+// ---- scenarios (gpu_scenarios.cpp)
+struct ShapeCase {
+  arfusion::DType dtype;
+  int64_t tokens, hidden;
+  uint64_t seed;
+  bool all_ops = false;     // also kAllReduce and kAllReduceAdd
+  bool misalign = false;    // offset every pointer by one element (scalar path)
+  bool negzero = false;     // inputs contain -0.0
+};
+// Every fused strategy x sync mode (and the NCCL path where there is one) on fresh random inputs:
+// outputs poisoned, compared with the float64 reference, every element written, bitwise identical
+// across ranks, and bitwise equal to the NCCL path at 2 ranks.
+std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
+// Back-to-back calls with changing token counts, strategies and sync modes, eager and in a CUDA
+// graph; every fused output compared bit for bit on the device with a reference path (NCCL at 2
+// ranks, the other fused strategy otherwise). `calls` fused calls in total.
+std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches);
+// Bad input: each returns the documented status, leaves every output byte untouched and the
+// communicator usable.
+std::string scenarioBadInput(RankCtx& ctx);
+
+// ---- device helpers (compare.cu)
+void countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s);
+void perturb(void* p, size_t bytes, cudaStream_t s);
+
+}  // namespace arftest

@@ -1,0 +1,305 @@
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "gpu_harness.h"
+#include "reference.h"
+
+using arfusion::DType;
+using arfusion::Op;
+using arfusion::Status;
+using arfusion::Strategy;
+using arfusion::SyncMode;
+
+namespace arftest {
+namespace {
+
+#define CK(expr)                                                                          \
+  do {                                                                                    \
+    const cudaError_t e_ = (expr);                                                        \
+    if (e_ != cudaSuccess) return std::string(#expr) + ": " + cudaGetErrorString(e_);    \
+  } while (0)
+
+#define OK(expr)                                                                                      \
+  do {                                                                                                \
+    const Status s_ = (expr);                                                                         \
+    if (s_ != Status::kSuccess)                                                                       \
+      return std::string(#expr) + " -> " + arfusion::statusString(s_) + ": " + arfusion::lastError(); \
+  } while (0)
+
+struct DevBuf {
+  void* base = nullptr;
+  void* p = nullptr;
+  size_t bytes = 0;
+  DevBuf() = default;
+  DevBuf(const DevBuf&) = delete;
+  ~DevBuf() {
+    if (base) cudaFree(base);
+  }
+  std::string alloc(size_t n, size_t offset = 0) {
+    bytes = n;
+    CK(cudaMalloc(&base, n + 32));
+    p = static_cast<char*>(base) + offset;
+    return "";
+  }
+};
+
+Status callOp(RankCtx& ctx, Op op, const DevBuf& in, const DevBuf& res_in, DevBuf& res_out, const DevBuf& gamma,
+              DevBuf& out, int64_t T, int64_t H, DType d, float eps) {
+  switch (op) {
+    case Op::kAllReduce: return arfusion::allReduce(ctx.comm, in.p, out.p, T, H, d, ctx.stream);
+    case Op::kAllReduceAdd: return arfusion::allReduceAdd(ctx.comm, in.p, res_in.p, res_out.p, T, H, d, ctx.stream);
+    case Op::kAllReduceAddRMSNorm:
+      return arfusion::allReduceAddRMSNorm(ctx.comm, in.p, res_in.p, res_out.p, gamma.p, out.p, T, H, d, eps, ctx.stream);
+  }
+  return Status::kInternalError;
+}
+
+std::vector<uint8_t> download(const DevBuf& b) {
+  std::vector<uint8_t> h(b.bytes);
+  cudaMemcpy(h.data(), b.p, b.bytes, cudaMemcpyDeviceToHost);
+  return h;
+}
+
+struct Variant {
+  Strategy strategy;
+  SyncMode sync;
+};
+
+std::string describe(const ShapeCase& c, Op op, const Variant& v) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "[%s %s tokens=%lld hidden=%lld %s/%s%s%s] ", arfusion::toString(c.dtype),
+                arfusion::toString(op), (long long)c.tokens, (long long)c.hidden, arfusion::toString(v.strategy),
+                arfusion::toString(v.sync), c.misalign ? " misaligned" : "", c.negzero ? " -0.0" : "");
+  return buf;
+}
+
+// Cross-rank: every rank's outputs hash to the same value.
+std::string sameOnAllRanks(RankCtx& ctx, uint64_t h) {
+  std::vector<uint64_t> all(ctx.world);
+  ctx.allGather(&h, all.data(), sizeof h);
+  for (int r = 1; r < ctx.world; ++r)
+    if (all[r] != all[0]) return "outputs differ between rank 0 and rank " + std::to_string(r);
+  return "";
+}
+
+}  // namespace
+
+std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
+  const DType d = c.dtype;
+  const size_t E = elemSize(d), n = static_cast<size_t>(c.tokens * c.hidden), bytes = n * E;
+  const float eps = 1e-5f;
+  std::vector<std::vector<uint8_t>> inputs(ctx.world);
+  for (int r = 0; r < ctx.world; ++r) inputs[r] = randomTensor(n, d, c.seed * 64 + r, 1.0, c.negzero);
+  const auto residual = randomTensor(n, d, c.seed * 64 + 40, 1.0, c.negzero);
+  const auto gamma = randomTensor(c.hidden, d, c.seed * 64 + 41);
+  const Reference ref = reference(inputs, residual, gamma, c.tokens, c.hidden, d, eps);
+
+  const size_t off = c.misalign ? E : 0;
+  DevBuf in, res_in, res_out, g, out;
+  std::string err;
+  if (!(err = in.alloc(bytes, off)).empty() || !(err = res_in.alloc(bytes, off)).empty() ||
+      !(err = res_out.alloc(bytes, off)).empty() || !(err = g.alloc(c.hidden * E, off)).empty() ||
+      !(err = out.alloc(bytes, off)).empty())
+    return err;
+  CK(cudaMemcpy(in.p, inputs[ctx.rank].data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(res_in.p, residual.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(g.p, gamma.data(), c.hidden * E, cudaMemcpyHostToDevice));
+
+  std::vector<Variant> variants;
+  if (ctx.nccl) variants.push_back({Strategy::kNccl, SyncMode::kAuto});  // first: the bitwise reference at 2 ranks
+  if (ctx.world > 1) {
+    for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot})
+      for (SyncMode m : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) variants.push_back({s, m});
+  }
+  variants.push_back({Strategy::kAuto, SyncMode::kAuto});
+  std::vector<Op> ops = {Op::kAllReduceAddRMSNorm};
+  if (c.all_ops) ops = {Op::kAllReduceAddRMSNorm, Op::kAllReduceAdd, Op::kAllReduce};
+
+  for (Op op : ops) {
+    std::vector<uint8_t> nccl_res, nccl_out;
+    for (const Variant& v : variants) {
+      const std::string what = describe(c, op, v);
+      OK(arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync));
+      CK(cudaMemset(res_out.p, 0xff, bytes));
+      CK(cudaMemset(out.p, 0xff, bytes));
+      const Status st = callOp(ctx, op, in, res_in, res_out, g, out, c.tokens, c.hidden, d, eps);
+      if (st != Status::kSuccess) return what + arfusion::statusString(st) + ": " + arfusion::lastError();
+      CK(cudaStreamSynchronize(ctx.stream));
+      const char* detail = nullptr;
+      if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return what + detail;
+      std::vector<uint8_t> got_res, got_out;
+      uint64_t h = 0;
+      if (op != Op::kAllReduce) {
+        got_res = download(res_out);
+        const CheckResult cr = check(got_res, ref, gamma, c.tokens, c.hidden, d, 1);
+        if (!cr.ok()) return what + "residual_out: " + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
+        h = hashBytes(got_res.data(), got_res.size());
+      }
+      if (op != Op::kAllReduceAdd) {
+        got_out = download(out);
+        const CheckResult cr = check(got_out, ref, gamma, c.tokens, c.hidden, d, op == Op::kAllReduce ? 0 : 2);
+        if (!cr.ok()) return what + (op == Op::kAllReduce ? "out: " : "norm_out: ") + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
+        h = hashBytes(got_out.data(), got_out.size(), h);
+      }
+      const std::string same = sameOnAllRanks(ctx, h);
+      if (!same.empty()) return what + same;
+      if (v.strategy == Strategy::kNccl) {
+        nccl_res = got_res;
+        nccl_out = got_out;
+      } else if (ctx.world == 2 && ctx.nccl) {
+        // At 2 ranks every path computes the same fp32 sum, rounds it once, and runs the same
+        // epilogue: bit-for-bit agreement with the NCCL path.
+        if (got_res != nccl_res) return what + "residual_out differs from the NCCL path";
+        if (got_out != nccl_out) return what + "output differs from the NCCL path";
+      }
+    }
+  }
+  OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
+  return "";
+}
+
+std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches) {
+  const DType d = DType::kBFloat16;
+  const int64_t H = 4096, Tmax = 512;
+  const size_t bytes = Tmax * H * 2;
+  static const int64_t kTokens[] = {1, 128, 3, 64, 17, 256, 2, 300, 5, 512, 33, 129, 7, 96, 1, 200,
+                                    4, 64, 511, 8, 16, 1, 48, 255, 9, 128, 2, 384, 31, 1, 77, 160};
+  constexpr int kSeq = 32;
+  const bool nccl_ref = ctx.nccl && ctx.world == 2;
+  DevBuf in, res_in, g, res_f, out_f, res_r, out_r, counter;
+  std::string err;
+  for (DevBuf* b : {&in, &res_in, &res_f, &out_f, &res_r, &out_r})
+    if (!(err = b->alloc(bytes)).empty()) return err;
+  if (!(err = g.alloc(H * 2)).empty() || !(err = counter.alloc(8)).empty()) return err;
+  const auto hin = randomTensor(Tmax * H, d, seed * 97 + ctx.rank);
+  const auto hres = randomTensor(Tmax * H, d, seed * 97 + 50);
+  const auto hg = randomTensor(H, d, seed * 97 + 51);
+  CK(cudaMemcpy(in.p, hin.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(res_in.p, hres.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(g.p, hg.data(), H * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemset(counter.p, 0, 8));
+
+  auto body = [&](int k) -> std::string {
+    const int64_t T = kTokens[k];
+    const Strategy fused = k % 3 == 0 ? Strategy::kOneShot : k % 3 == 1 ? Strategy::kTwoShot : (nccl_ref ? Strategy::kAuto : Strategy::kOneShot);
+    const Strategy refs = nccl_ref ? Strategy::kNccl : (fused == Strategy::kOneShot ? Strategy::kTwoShot : Strategy::kOneShot);
+    const SyncMode sync = k % 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency;
+    perturb(in.p, T * H * 2, ctx.stream);
+    OK(arfusion::commSetStrategy(ctx.comm, fused, sync));
+    OK(arfusion::allReduceAddRMSNorm(ctx.comm, in.p, res_in.p, res_f.p, g.p, out_f.p, T, H, d, 1e-6f, ctx.stream));
+    OK(arfusion::commSetStrategy(ctx.comm, refs, k % 4 < 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency));
+    OK(arfusion::allReduceAddRMSNorm(ctx.comm, in.p, res_in.p, res_r.p, g.p, out_r.p, T, H, d, 1e-6f, ctx.stream));
+    countMismatch(res_f.p, res_r.p, T * H * 2, static_cast<unsigned long long*>(counter.p), ctx.stream);
+    countMismatch(out_f.p, out_r.p, T * H * 2, static_cast<unsigned long long*>(counter.p), ctx.stream);
+    return "";
+  };
+
+  const int64_t rounds = (calls + kSeq - 1) / kSeq;
+  const int64_t eager_rounds = rounds / 8 + 1;
+  *compared = 0;
+  for (int64_t r = 0; r < eager_rounds; ++r) {
+    for (int k = 0; k < kSeq; ++k) {
+      if (!(err = body(k)).empty()) return "eager: " + err;
+      ++*compared;
+    }
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
+  for (int k = 0; k < kSeq; ++k) {
+    if (!(err = body(k)).empty()) {
+      cudaStreamEndCapture(ctx.stream, &graph);
+      return "capture: " + err;
+    }
+  }
+  CK(cudaStreamEndCapture(ctx.stream, &graph));
+  CK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int64_t r = eager_rounds; r < rounds; ++r) {
+    CK(cudaGraphLaunch(exec, ctx.stream));
+    *compared += kSeq;
+  }
+  CK(cudaStreamSynchronize(ctx.stream));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  const char* detail = nullptr;
+  if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return std::string("device error: ") + detail;
+  CK(cudaMemcpy(mismatches, counter.p, 8, cudaMemcpyDeviceToHost));
+  OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
+  if (*mismatches) return std::to_string(*mismatches) + " mismatching words over " + std::to_string(*compared) + " calls";
+  return "";
+}
+
+std::string scenarioBadInput(RankCtx& ctx) {
+  const DType d = DType::kBFloat16;
+  const int64_t T = 4, H = 4096;
+  const size_t bytes = T * H * 2;
+  DevBuf in, res_in, res_out, g, out;
+  std::string err;
+  for (DevBuf* b : {&in, &res_in, &res_out, &out})
+    if (!(err = b->alloc(bytes)).empty()) return err;
+  if (!(err = g.alloc(H * 2)).empty()) return err;
+  const auto hin = randomTensor(T * H, d, 900 + ctx.rank), hres = randomTensor(T * H, d, 950), hg = randomTensor(H, d, 951);
+  CK(cudaMemcpy(in.p, hin.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(res_in.p, hres.data(), bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(g.p, hg.data(), H * 2, cudaMemcpyHostToDevice));
+  std::vector<uint8_t> host(bytes, 1);
+  void* other_dev_mem = nullptr;
+  cudaStream_t other_stream = nullptr;
+  if (gpuCount() > 1) {
+    const int other = (ctx.device + 1) % gpuCount();
+    cudaSetDevice(other);
+    cudaMalloc(&other_dev_mem, bytes);
+    cudaStreamCreate(&other_stream);
+    cudaSetDevice(ctx.device);
+  }
+  struct Cleanup {
+    void* m;
+    cudaStream_t s;
+    ~Cleanup() {
+      if (m) cudaFree(m);
+      if (s) cudaStreamDestroy(s);
+    }
+  } cleanup{other_dev_mem, other_stream};
+
+  struct Bad {
+    const char* what;
+    std::function<Status()> call;
+  };
+  auto C = ctx.comm;
+  const auto S = ctx.stream;
+  std::vector<Bad> cases = {
+      {"null input", [&] { return arfusion::allReduceAddRMSNorm(C, nullptr, res_in.p, res_out.p, g.p, out.p, T, H, d, 1e-6f, S); }},
+      {"null gamma", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, nullptr, out.p, T, H, d, 1e-6f, S); }},
+      {"zero tokens", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, out.p, 0, H, d, 1e-6f, S); }},
+      {"hidden 0", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, out.p, T, 0, d, 1e-6f, S); }},
+      {"negative eps", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, out.p, T, H, d, -1.f, S); }},
+      {"bad dtype", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, out.p, T, H, static_cast<DType>(5), 1e-6f, S); }},
+      {"host input", [&] { return arfusion::allReduceAddRMSNorm(C, host.data(), res_in.p, res_out.p, g.p, out.p, T, H, d, 1e-6f, S); }},
+      {"norm_out aliases input", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, in.p, T, H, d, 1e-6f, S); }},
+      {"allReduce null out", [&] { return arfusion::allReduce(C, in.p, nullptr, T, H, d, S); }},
+      {"allReduceAdd host residual", [&] { return arfusion::allReduceAdd(C, in.p, host.data(), res_out.p, T, H, d, S); }},
+  };
+  if (other_dev_mem) {
+    cases.push_back({"input on another device", [&] { return arfusion::allReduceAddRMSNorm(C, other_dev_mem, res_in.p, res_out.p, g.p, out.p, T, H, d, 1e-6f, S); }});
+    cases.push_back({"stream of another device", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, out.p, T, H, d, 1e-6f, other_stream); }});
+  }
+  std::vector<uint8_t> want(bytes, 0x5a);
+  for (const Bad& b : cases) {
+    CK(cudaMemset(res_out.p, 0x5a, bytes));
+    CK(cudaMemset(out.p, 0x5a, bytes));
+    CK(cudaDeviceSynchronize());
+    const Status st = b.call();
+    if (st != Status::kInvalidArgument)
+      return std::string(b.what) + ": expected kInvalidArgument, got " + arfusion::statusString(st);
+    if (std::string(arfusion::lastError()).empty()) return std::string(b.what) + ": no message";
+    CK(cudaDeviceSynchronize());
+    if (download(res_out) != want || download(out) != want) return std::string(b.what) + ": an output was written";
+  }
+  // Still usable: a good call gives the right answer.
+  ShapeCase good{d, 3, 1024, 4242};
+  const std::string r = scenarioShape(ctx, good);
+  return r.empty() ? "" : "after bad input: " + r;
+}
+
+}  // namespace arftest

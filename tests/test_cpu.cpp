@@ -1,0 +1,394 @@
+// CPU tests: no GPU needed. Reference math, configuration and environment, argument validation,
+// plan decisions, tuning files, the arch policy.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "arfusion/arfusion.h"
+#include "host/arch.h"
+#include "host/env.h"
+#include "host/plan.h"
+#include "host/validate.h"
+#include "reference.h"
+
+using namespace arfusion;
+using namespace arfusion::detail;
+
+namespace {
+
+EnvLookup mapEnv(std::map<std::string, std::string> m) {
+  auto shared = std::make_shared<std::map<std::string, std::string>>(std::move(m));
+  return [shared](const char* name) -> const char* {
+    auto it = shared->find(name);
+    return it == shared->end() ? nullptr : it->second.c_str();
+  };
+}
+
+Topology h200Pair() {
+  Topology t;
+  t.world = 2;
+  t.has_nccl = true;
+  t.fusion_ok = true;
+  t.cc_major = 9;
+  t.cc_minor = 0;
+  t.link = LinkType::kNVLink;
+  t.max_blocks = 132;
+  t.region_bytes = (size_t(64) << 20) / (132 * 2) / 16 * 16;
+  return t;
+}
+
+Plan planFor(const Topology& t, Shape s, Strategy strat = Strategy::kAuto, SyncMode sync = SyncMode::kAuto,
+             Status* st_out = nullptr) {
+  AutoTable table = builtinTable(t);
+  PlanInputs in;
+  in.topo = t;
+  in.strategy = strat;
+  in.sync = sync;
+  in.sync_auto = SyncMode::kGridDependency;
+  in.sync_auto_reason = "test";
+  in.table = &table;
+  Plan p;
+  const Status st = makePlan(in, s, &p);
+  if (st_out) *st_out = st;
+  return p;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- reference and tolerances
+TEST(Reference, KnownValuesAndNorm) {
+  const int64_t tokens = 1, hidden = 4;
+  std::vector<std::vector<uint8_t>> inputs(2, std::vector<uint8_t>(hidden * 4));
+  std::vector<uint8_t> residual(hidden * 4), gamma(hidden * 4);
+  for (int h = 0; h < hidden; ++h) {
+    arftest::fromDouble(inputs[0].data(), h, DType::kFloat32, 1.0);
+    arftest::fromDouble(inputs[1].data(), h, DType::kFloat32, 2.0);
+    arftest::fromDouble(residual.data(), h, DType::kFloat32, 1.0);
+    arftest::fromDouble(gamma.data(), h, DType::kFloat32, 0.5);
+  }
+  const auto ref = arftest::reference(inputs, residual, gamma, tokens, hidden, DType::kFloat32, 0.0);
+  for (int h = 0; h < hidden; ++h) {
+    EXPECT_DOUBLE_EQ(ref.sum[h], 3.0);
+    EXPECT_DOUBLE_EQ(ref.residual_out[h], 4.0);
+    EXPECT_DOUBLE_EQ(ref.norm_out[h], 0.5);  // constant row: x / rms(x) == 1
+  }
+}
+
+TEST(Reference, CheckCatchesAWrongAndAnUnwrittenElement) {
+  const int64_t tokens = 3, hidden = 64;
+  const DType d = DType::kBFloat16;
+  std::vector<std::vector<uint8_t>> inputs = {arftest::randomTensor(tokens * hidden, d, 1),
+                                              arftest::randomTensor(tokens * hidden, d, 2)};
+  auto residual = arftest::randomTensor(tokens * hidden, d, 3);
+  auto gamma = arftest::randomTensor(hidden, d, 4);
+  const auto ref = arftest::reference(inputs, residual, gamma, tokens, hidden, d, 1e-6);
+  std::vector<uint8_t> out(tokens * hidden * 2);
+  for (size_t i = 0; i < size_t(tokens * hidden); ++i) arftest::fromDouble(out.data(), i, d, ref.norm_out[i]);
+  EXPECT_TRUE(arftest::check(out, ref, gamma, tokens, hidden, d, 2).ok());
+  arftest::fromDouble(out.data(), 70, d, ref.norm_out[70] * 1.1 + 0.5);
+  EXPECT_EQ(arftest::check(out, ref, gamma, tokens, hidden, d, 2).bad, 1);
+  std::memset(out.data() + 2 * 5, 0xff, 2);  // NaN poison left in place
+  EXPECT_EQ(arftest::check(out, ref, gamma, tokens, hidden, d, 2).unwritten, 1);
+}
+
+TEST(Reference, RandomTensorsAreFreshAndNonZero) {
+  auto a = arftest::randomTensor(4096, DType::kBFloat16, 7);
+  auto b = arftest::randomTensor(4096, DType::kBFloat16, 8);
+  EXPECT_NE(a, b);
+  int zeros = 0;
+  for (size_t i = 0; i < 4096; ++i) zeros += arftest::toDouble(a.data(), i, DType::kBFloat16) == 0.0;
+  EXPECT_LT(zeros, 8);
+}
+
+// ---------------------------------------------------------------- environment
+TEST(Env, OverridesApply) {
+  Config c;
+  std::string storage;
+  ASSERT_EQ(applyEnv(mapEnv({{"ARFUSION_STRATEGY", "twoshot"}, {"ARFUSION_SYNC", "flag"}, {"ARFUSION_WORKSPACE_MB", "16"},
+                             {"ARFUSION_TIMEOUT_S", "2.5"}, {"ARFUSION_TUNING_FILE", "/tmp/x"}, {"ARFUSION_SELF_CHECK", "0"}}),
+                     &c, &storage),
+            Status::kSuccess);
+  EXPECT_EQ(c.strategy, Strategy::kTwoShot);
+  EXPECT_EQ(c.sync_mode, SyncMode::kFlagBarrier);
+  EXPECT_EQ(c.workspace_bytes, size_t(16) << 20);
+  EXPECT_DOUBLE_EQ(c.timeout_seconds, 2.5);
+  EXPECT_STREQ(c.tuning_file, "/tmp/x");
+  EXPECT_FALSE(c.self_check);
+}
+
+TEST(Env, UnsetLeavesDefaults) {
+  Config c, d;
+  std::string storage;
+  ASSERT_EQ(applyEnv(mapEnv({}), &c, &storage), Status::kSuccess);
+  EXPECT_EQ(c.strategy, d.strategy);
+  EXPECT_EQ(c.workspace_bytes, d.workspace_bytes);
+  EXPECT_EQ(c.tuning_file, nullptr);
+}
+
+TEST(Env, MalformedValuesAreErrorsNamingTheVariable) {
+  const std::map<std::string, std::string> bad[] = {
+      {{"ARFUSION_STRATEGY", "fast"}}, {{"ARFUSION_SYNC", "pdl"}},        {{"ARFUSION_WORKSPACE_MB", "0"}},
+      {{"ARFUSION_WORKSPACE_MB", "abc"}}, {{"ARFUSION_TIMEOUT_S", "-1"}}, {{"ARFUSION_TIMEOUT_S", "inf"}},
+      {{"ARFUSION_SELF_CHECK", "yes"}}};
+  for (const auto& m : bad) {
+    Config c;
+    std::string storage;
+    EXPECT_EQ(applyEnv(mapEnv(m), &c, &storage), Status::kInvalidArgument) << m.begin()->first;
+    EXPECT_NE(std::string(lastError()).find(m.begin()->first), std::string::npos) << lastError();
+  }
+}
+
+TEST(Env, EveryVariableIsListed) {
+  EXPECT_GE(kNumEnvVars, 7);
+  for (int i = 0; i < kNumEnvVars; ++i) EXPECT_EQ(std::string(kEnvVars[i].name).rfind("ARFUSION_", 0), 0u);
+}
+
+// ---------------------------------------------------------------- validation
+namespace {
+RowArgs goodArgs(std::vector<char>& mem, int64_t tokens = 4, int64_t hidden = 64) {
+  const size_t t = tokens * hidden * 2;
+  mem.assign(5 * t + 64, 0);
+  char* base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(mem.data()) + 15) / 16 * 16);
+  RowArgs a;
+  a.input = base;
+  a.residual_in = base + t;
+  a.residual_out = base + 2 * t;
+  a.gamma = base + 3 * t;
+  a.out = base + 4 * t;
+  a.tokens = tokens;
+  a.hidden = hidden;
+  a.eps = 1e-6f;
+  a.op = Op::kAllReduceAddRMSNorm;
+  return a;
+}
+}  // namespace
+
+TEST(Validate, GoodArgumentsPass) {
+  std::vector<char> mem;
+  RowArgs a = goodArgs(mem);
+  EXPECT_EQ(validateArgs(a, DType::kBFloat16), Status::kSuccess) << lastError();
+  EXPECT_TRUE(vectorizable(a, DType::kBFloat16));
+  a.residual_out = const_cast<void*>(a.residual_in);  // in place
+  EXPECT_EQ(validateArgs(a, DType::kBFloat16), Status::kSuccess) << lastError();
+}
+
+TEST(Validate, EachBadArgumentIsRejectedWithAMessage) {
+  struct Case {
+    const char* what;
+    void (*mutate)(RowArgs&);
+    DType dtype;
+  };
+  const Case cases[] = {
+      {"input is null", [](RowArgs& a) { a.input = nullptr; }, DType::kBFloat16},
+      {"residual_in is null", [](RowArgs& a) { a.residual_in = nullptr; }, DType::kBFloat16},
+      {"residual_out is null", [](RowArgs& a) { a.residual_out = nullptr; }, DType::kBFloat16},
+      {"gamma is null", [](RowArgs& a) { a.gamma = nullptr; }, DType::kBFloat16},
+      {"norm_out is null", [](RowArgs& a) { a.out = nullptr; }, DType::kBFloat16},
+      {"tokens must be", [](RowArgs& a) { a.tokens = 0; }, DType::kBFloat16},
+      {"tokens must be", [](RowArgs& a) { a.tokens = -3; }, DType::kBFloat16},
+      {"hidden must be", [](RowArgs& a) { a.hidden = 0; }, DType::kBFloat16},
+      {"hidden must be", [](RowArgs& a) { a.hidden = 65537; }, DType::kBFloat16},
+      {"eps must be", [](RowArgs& a) { a.eps = -1e-6f; }, DType::kBFloat16},
+      {"eps must be", [](RowArgs& a) { a.eps = NAN; }, DType::kBFloat16},
+      {"dtype", [](RowArgs&) {}, static_cast<DType>(7)},
+      {"overlap", [](RowArgs& a) { a.out = const_cast<void*>(a.input); }, DType::kBFloat16},
+      {"overlap", [](RowArgs& a) { a.residual_out = static_cast<char*>(const_cast<void*>(a.residual_in)) + 2; }, DType::kBFloat16},
+      {"gamma overlaps", [](RowArgs& a) { a.gamma = a.out; }, DType::kBFloat16},
+  };
+  for (const Case& c : cases) {
+    std::vector<char> mem;
+    RowArgs a = goodArgs(mem);
+    c.mutate(a);
+    EXPECT_EQ(validateArgs(a, c.dtype), Status::kInvalidArgument) << c.what;
+    EXPECT_NE(std::string(lastError()).find(c.what), std::string::npos) << c.what << " vs " << lastError();
+  }
+}
+
+TEST(Validate, MisalignedOrOddRowsTakeTheScalarPath) {
+  std::vector<char> mem;
+  RowArgs a = goodArgs(mem);
+  a.input = static_cast<const char*>(a.input) + 2;
+  EXPECT_FALSE(vectorizable(a, DType::kBFloat16));
+  RowArgs b = goodArgs(mem, 4, 65);
+  EXPECT_FALSE(vectorizable(b, DType::kBFloat16));
+  RowArgs c = goodArgs(mem, 4, 64);
+  EXPECT_TRUE(vectorizable(c, DType::kFloat32));
+}
+
+// ---------------------------------------------------------------- plan
+TEST(Plan, SingleRankIsLocal) {
+  Topology t;
+  t.world = 1;
+  const Plan p = planFor(t, Shape{4, 4096});
+  EXPECT_EQ(p.strategy, Strategy::kNccl);
+  EXPECT_NE(std::string(p.reason).find("single rank"), std::string::npos);
+}
+
+TEST(Plan, NoFusionTakesNcclAndSaysWhy) {
+  Topology t = h200Pair();
+  t.fusion_ok = false;
+  t.no_fusion_reason = "rank 1: no peer access";
+  const Plan p = planFor(t, Shape{1, 4096});
+  EXPECT_EQ(p.strategy, Strategy::kNccl);
+  EXPECT_NE(std::string(p.reason).find("no peer access"), std::string::npos);
+  Status st;
+  planFor(t, Shape{1, 4096}, Strategy::kOneShot, SyncMode::kAuto, &st);
+  EXPECT_EQ(st, Status::kNotSupported);
+}
+
+TEST(Plan, H200PairUsesOneShotWithAutoSync) {
+  const Plan p = planFor(h200Pair(), Shape{128, 8192});
+  EXPECT_EQ(p.strategy, Strategy::kOneShot);
+  EXPECT_EQ(p.sync_mode, SyncMode::kGridDependency);
+  EXPECT_EQ(p.blocks, 128);
+  EXPECT_EQ(p.rows_per_step, 1);
+}
+
+TEST(Plan, ForcedSyncAndStrategyAreHonoured) {
+  const Plan p = planFor(h200Pair(), Shape{4096, 8192}, Strategy::kTwoShot, SyncMode::kFlagBarrier);
+  EXPECT_EQ(p.strategy, Strategy::kTwoShot);
+  EXPECT_EQ(p.sync_mode, SyncMode::kFlagBarrier);
+}
+
+TEST(Plan, NeverTwoShotWithFewerThanTwoRowsPerRank) {
+  Topology t = h200Pair();
+  t.world = 8;
+  for (int64_t tokens : {1, 2, 7, 15}) {
+    const Plan p = planFor(t, Shape{tokens, 65536});  // large rows push Auto to two-shot by size
+    EXPECT_NE(p.strategy, Strategy::kTwoShot) << tokens;
+  }
+}
+
+TEST(Plan, UnmeasuredArchesAreConservative) {
+  for (int major : {10, 12}) {
+    Topology t = h200Pair();
+    t.cc_major = major;
+    EXPECT_EQ(planFor(t, Shape{1, 4096}).strategy, Strategy::kOneShot) << major;
+    EXPECT_EQ(planFor(t, Shape{4096, 8192}).strategy, Strategy::kNccl) << major;
+  }
+  Topology pcie = h200Pair();
+  pcie.link = LinkType::kPCIe;
+  EXPECT_EQ(planFor(pcie, Shape{1024, 8192}).strategy, Strategy::kNccl);
+}
+
+TEST(Plan, RowTooWideForTheWorkspaceFallsBack) {
+  Topology t = h200Pair();
+  t.region_bytes = 4096;
+  EXPECT_EQ(planFor(t, Shape{4, 8192}).strategy, Strategy::kNccl);
+  Status st;
+  planFor(t, Shape{4, 8192}, Strategy::kOneShot, SyncMode::kAuto, &st);
+  EXPECT_EQ(st, Status::kNotSupported);
+  t.has_nccl = false;
+  planFor(t, Shape{4, 8192}, Strategy::kAuto, SyncMode::kAuto, &st);
+  EXPECT_EQ(st, Status::kNotSupported);
+}
+
+TEST(Plan, WithoutNcclAutoStaysFused) {
+  Topology t = h200Pair();
+  t.cc_major = 12;  // table says NCCL above 256 KB
+  t.has_nccl = false;
+  EXPECT_EQ(planFor(t, Shape{4096, 8192}).strategy, Strategy::kOneShot);
+}
+
+TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
+  for (int world : {2, 3, 4, 8}) {
+    Topology t = h200Pair();
+    t.world = world;
+    for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot}) {
+      for (int64_t tokens : {1, 2, 3, 17, 129, 1000, 4097, 16384}) {
+        for (int64_t hidden : {1024, 2880, 8192}) {
+          int blocks = 0, rows = 0;
+          std::string why;
+          const Shape sh{tokens, hidden, DType::kBFloat16};
+          if (!fusedGeometry(t, s, sh, &blocks, &rows, &why)) continue;
+          const int64_t unit = (s == Strategy::kTwoShot ? world : 1) * int64_t(rows);
+          const int64_t units = (tokens + unit - 1) / unit;
+          EXPECT_GE(blocks, 1);
+          EXPECT_LE(blocks, t.max_blocks);
+          EXPECT_LE(blocks, units);
+          const int64_t per_r = (s == Strategy::kTwoShot ? 2 : 1) * (world - 1) * int64_t(rowStride(hidden, sh.dtype));
+          EXPECT_LE(rows * per_r, int64_t(t.region_bytes));
+        }
+      }
+    }
+  }
+}
+
+TEST(Plan, IsAPureFunctionOfItsInputs) {
+  const Topology t = h200Pair();
+  for (int64_t tokens : {1, 3, 300, 8192}) {
+    const Plan a = planFor(t, Shape{tokens, 4096}), b = planFor(t, Shape{tokens, 4096});
+    EXPECT_EQ(a.strategy, b.strategy);
+    EXPECT_EQ(a.blocks, b.blocks);
+    EXPECT_EQ(a.rows_per_step, b.rows_per_step);
+    EXPECT_STREQ(a.reason, b.reason);
+  }
+}
+
+// ---------------------------------------------------------------- tuning files
+TEST(Tuning, RoundTrip) {
+  const Topology t = h200Pair();
+  AutoTable table;
+  table.rules = {{1 << 20, Strategy::kOneShot}, {64 << 20, Strategy::kTwoShot}, {INT64_MAX, Strategy::kNccl}};
+  AutoTable back;
+  ASSERT_EQ(parseTuning(formatTuning(t, table), "mem", t, &back), Status::kSuccess) << lastError();
+  ASSERT_EQ(back.rules.size(), 3u);
+  EXPECT_EQ(back.rules[1].max_bytes, 64 << 20);
+  EXPECT_EQ(back.rules[2].strategy, Strategy::kNccl);
+}
+
+TEST(Tuning, RejectsCorruptOrMismatchedFiles) {
+  const Topology t = h200Pair();
+  const std::string head = "arfusion-tuning 1\narch 9.0\nlink nvlink\nworld 2\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "empty"},
+      {"hello\n", "first line"},
+      {"arfusion-tuning 2\n", "version"},
+      {"arfusion-tuning 1\narch 12.0\nlink nvlink\nworld 2\nrule max oneshot\n", "arch"},
+      {"arfusion-tuning 1\narch 9.0\nlink pcie\nworld 2\nrule max oneshot\n", "link"},
+      {"arfusion-tuning 1\narch 9.0\nlink nvlink\nworld 4\nrule max oneshot\n", "world"},
+      {head + "rule 100 fastest\nrule max nccl\n", "strategy"},
+      {head + "rule 100 oneshot\nrule 50 nccl\nrule max nccl\n", "increasing"},
+      {head + "rule 100 oneshot\n", "last rule"},
+      {head + "rule -5 oneshot\nrule max nccl\n", "positive"},
+      {head + "bogus 1\n", "unknown key"},
+  };
+  for (const auto& c : cases) {
+    AutoTable out;
+    EXPECT_EQ(parseTuning(c.first, "f", t, &out), Status::kInvalidArgument) << c.second;
+    EXPECT_NE(std::string(lastError()).find(c.second), std::string::npos) << c.second << " vs " << lastError();
+  }
+}
+
+// ---------------------------------------------------------------- arch policy, names
+TEST(Arch, PolicyPerArch) {
+  EXPECT_EQ(archPolicy(9, 0).default_sync, SyncMode::kGridDependency);
+  EXPECT_EQ(archPolicy(10, 0).default_sync, SyncMode::kGridDependency);
+  EXPECT_EQ(archPolicy(12, 0).default_sync, SyncMode::kFlagBarrier);
+  EXPECT_EQ(archPolicy(12, 1).default_sync, SyncMode::kFlagBarrier);
+  EXPECT_EQ(archPolicy(8, 9).default_sync, SyncMode::kFlagBarrier);
+  EXPECT_EQ(archPolicyMixed().default_sync, SyncMode::kFlagBarrier);
+}
+
+TEST(Names, StatusAndEnums) {
+  EXPECT_STREQ(statusString(Status::kTimeout), "kTimeout");
+  EXPECT_STREQ(statusString(static_cast<Status>(99)), "kUnknownStatus");
+  EXPECT_STREQ(toString(Strategy::kTwoShot), "twoshot");
+  EXPECT_STREQ(toString(SyncMode::kGridDependency), "griddep");
+  Strategy s;
+  EXPECT_TRUE(parseStrategy(toString(Strategy::kOneShot), &s));
+  EXPECT_EQ(s, Strategy::kOneShot);
+}
+
+TEST(Api, NullCommunicatorIsAnErrorNotACrash) {
+  EXPECT_EQ(allReduceAddRMSNorm(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1, 1, DType::kBFloat16, 0.f, nullptr),
+            Status::kInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("null"), std::string::npos);
+  Plan p;
+  EXPECT_EQ(plan(nullptr, Shape{}, &p), Status::kInvalidArgument);
+  EXPECT_EQ(commDestroy(nullptr), Status::kInvalidArgument);
+  EXPECT_EQ(commCreate(nullptr, Config{}, nullptr), Status::kInvalidArgument);
+}

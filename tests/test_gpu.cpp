@@ -1,0 +1,233 @@
+// GPU tests, ranks as threads: over NCCL (one GPU per rank) and as local groups (several ranks per
+// GPU, 3..8 ranks on 1-2 GPUs). Every test skips, saying why, when the machine cannot run it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "gpu_harness.h"
+#include "reference.h"
+
+using namespace arftest;
+using arfusion::DType;
+using arfusion::Status;
+
+namespace {
+
+arfusion::Config testConfig(double timeout = 20.0) {
+  arfusion::Config c;
+  c.timeout_seconds = timeout;
+  c.read_env = false;
+  return c;
+}
+
+std::vector<ShapeCase> fullShapes() {
+  std::vector<ShapeCase> v;
+  uint64_t seed = 1;
+  for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32})
+    for (int64_t t : {1, 2, 3, 17, 64, 128, 129, 300})
+      for (int64_t h : {1024, 2880, 4096, 5120, 8192}) v.push_back({d, t, h, seed++, h == 2880 || h == 4096});
+  // Large messages: chunked through the workspace (16384 x 2048 bf16 = 64 MiB = the workspace).
+  for (int64_t t : {1000, 4097, 16384}) v.push_back({DType::kBFloat16, t, 2048, seed++});
+  v.push_back({DType::kBFloat16, 2, 16384, seed++});                  // wide row, registers at the limit
+  v.push_back({DType::kBFloat16, 3, 65536, seed++});                  // wider than registers: two passes
+  v.push_back({DType::kFloat16, 5, 4095, seed++});                    // odd hidden: scalar path
+  v.push_back({DType::kBFloat16, 17, 4096, seed++, true, true});      // misaligned pointers
+  v.push_back({DType::kFloat32, 3, 1000, seed++, true, true});        // misaligned fp32
+  v.push_back({DType::kBFloat16, 64, 4096, seed++, false, false, true});  // -0.0 in inputs
+  return v;
+}
+
+std::vector<ShapeCase> groupShapes() {
+  std::vector<ShapeCase> v;
+  uint64_t seed = 5000;
+  for (DType d : {DType::kBFloat16, DType::kFloat32})
+    for (int64_t t : {1, 3, 17, 129})
+      for (int64_t h : {1024, 2880, 4096}) v.push_back({d, t, h, seed++, h == 2880});
+  v.push_back({DType::kFloat16, 300, 5120, seed++});
+  v.push_back({DType::kBFloat16, 7, 4095, seed++, false, true});
+  return v;
+}
+
+Scenario allShapes(std::vector<ShapeCase> cases) {
+  return [cases](RankCtx& ctx) -> std::string {
+    for (const ShapeCase& c : cases) {
+      const std::string e = scenarioShape(ctx, c);
+      if (!e.empty()) return e;
+    }
+    return "";
+  };
+}
+
+#define RUN_OR_SKIP(expr)              \
+  do {                                 \
+    std::string skip_;                 \
+    const std::string err_ = (expr);   \
+    if (!skip_.empty()) GTEST_SKIP() << skip_; \
+    EXPECT_EQ(err_, "");               \
+  } while (0)
+
+}  // namespace
+
+// ------------------------------------------------------------------ 2 ranks over NCCL
+TEST(ThreadsNccl2, EveryDtypeStrategySyncAndShape) {
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), allShapes(fullShapes()), &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(ThreadsNccl2, SmallWorkspaceChunksLargeMessages) {
+  arfusion::Config c = testConfig();
+  c.workspace_bytes = size_t(2) << 20;
+  std::string skip;
+  const std::string err = runThreadsNccl(2, c, allShapes({{DType::kBFloat16, 4097, 4096, 77}, {DType::kFloat32, 999, 8192, 78}}), &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(ThreadsNccl2, Soak100kCallsAgainstNccl) {
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), [](RankCtx& ctx) {
+    int64_t compared = 0;
+    unsigned long long mism = 0;
+    const std::string e = scenarioSoak(ctx, 100000, 11, &compared, &mism);
+    if (ctx.rank == 0) std::printf("soak: %lld fused calls compared with the NCCL path, %llu mismatching words\n", (long long)compared, mism);
+    return e;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(ThreadsNccl2, BadInputWritesNothing) {
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), scenarioBadInput, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(ThreadsNccl1, OneRankIsTheLocalAddRMSNorm) {
+  std::string skip;
+  const std::string err = runThreadsNccl(1, testConfig(), allShapes({{DType::kBFloat16, 17, 4096, 3, true}, {DType::kFloat32, 3, 1000, 4}}), &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+// ------------------------------------------------------------------ 3..8 ranks, several per GPU
+class LocalGroup : public ::testing::TestWithParam<int> {};
+
+TEST_P(LocalGroup, Shapes) {
+  std::string skip;
+  const std::string err = runLocalGroup(GetParam(), testConfig(), 16, allShapes(groupShapes()), &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
+  std::string skip;
+  const std::string err = runLocalGroup(GetParam(), testConfig(), 16, [](RankCtx& ctx) {
+    int64_t compared = 0;
+    unsigned long long mism = 0;
+    const std::string e = scenarioSoak(ctx, 4096, 12, &compared, &mism);
+    if (ctx.rank == 0) std::printf("soak at %d ranks: %lld calls, %llu mismatching words\n", ctx.world, (long long)compared, mism);
+    return e;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LocalGroup, ::testing::Values(2, 3, 4, 8));
+
+// ------------------------------------------------------------------ bounded waits
+TEST(Faults, APeerThatSkipsACallTimesOut) {
+  std::string skip;
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [](RankCtx& ctx) -> std::string {
+    if (ctx.rank == 1) return "";  // never arrives
+    const int64_t T = 4, H = 1024;
+    void* buf = nullptr;
+    cudaMalloc(&buf, T * H * 2 * 5);
+    char* b = static_cast<char*>(buf);
+    const size_t s = T * H * 2;
+    cudaMemset(buf, 0, s * 5);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
+    if (st != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+    cudaStreamSynchronize(ctx.stream);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const char* detail = nullptr;
+    st = arfusion::commGetAsyncError(ctx.comm, &detail);
+    std::string err;
+    if (st != Status::kTimeout) err = std::string("expected kTimeout, got ") + arfusion::statusString(st);
+    else if (secs < 0.4 || secs > 10) err = "timed out after " + std::to_string(secs) + " s, configured 0.5 s";
+    else if (arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream) != Status::kTimeout)
+      err = "the next call did not report the timeout";
+    std::printf("timeout reported after %.2f s: %s\n", secs, detail ? detail : "");
+    cudaFree(buf);
+    return err;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(Faults, AbortReleasesAWaitingKernel) {
+  std::string skip;
+  const std::string err = runLocalGroup(2, testConfig(60), 16, [](RankCtx& ctx) -> std::string {
+    if (ctx.rank == 1) return "";
+    const int64_t T = 4, H = 1024;
+    const size_t s = T * H * 2;
+    void* buf = nullptr;
+    cudaMalloc(&buf, s * 5);
+    cudaMemset(buf, 0, s * 5);
+    char* b = static_cast<char*>(buf);
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      arfusion::commAbort(ctx.comm);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
+    cudaStreamSynchronize(ctx.stream);
+    aborter.join();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cudaFree(buf);
+    if (secs > 10) return "abort took " + std::to_string(secs) + " s";
+    if (arfusion::commGetAsyncError(ctx.comm) != Status::kAborted) return "expected kAborted";
+    return "";
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+// ------------------------------------------------------------------ the single-GPU kernel
+TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {
+  if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
+  for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    for (int64_t H : {4096, 2880, 4095}) {
+      const int64_t T = 37;
+      const size_t E = elemSize(d), bytes = T * H * E;
+      const auto x = randomTensor(T * H, d, 31 + H), res = randomTensor(T * H, d, 32 + H), g = randomTensor(H, d, 33 + H);
+      const auto ref = reference({x}, res, g, T, H, d, 1e-6);
+      void *dx, *dr, *dro, *dg;
+      cudaMalloc(&dx, bytes);
+      cudaMalloc(&dr, bytes);
+      cudaMalloc(&dro, bytes);
+      cudaMalloc(&dg, H * E);
+      cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice);
+      cudaMemcpy(dr, res.data(), bytes, cudaMemcpyHostToDevice);
+      cudaMemcpy(dg, g.data(), H * E, cudaMemcpyHostToDevice);
+      cudaMemset(dro, 0xff, bytes);
+      // in place: x is norm_out
+      ASSERT_EQ(arfusion::addRMSNorm(dx, dr, dro, dg, dx, T, H, d, 1e-6f, nullptr), Status::kSuccess) << arfusion::lastError();
+      cudaDeviceSynchronize();
+      std::vector<uint8_t> got(bytes), got_res(bytes);
+      cudaMemcpy(got.data(), dx, bytes, cudaMemcpyDeviceToHost);
+      cudaMemcpy(got_res.data(), dro, bytes, cudaMemcpyDeviceToHost);
+      const CheckResult a = check(got_res, ref, g, T, H, d, 1), b = check(got, ref, g, T, H, d, 2);
+      EXPECT_TRUE(a.ok()) << arfusion::toString(d) << " " << H << ": " << a.first;
+      EXPECT_TRUE(b.ok()) << arfusion::toString(d) << " " << H << ": " << b.first;
+      cudaFree(dx);
+      cudaFree(dr);
+      cudaFree(dro);
+      cudaFree(dg);
+    }
+  }
+}

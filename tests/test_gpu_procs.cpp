@@ -1,0 +1,138 @@
+// GPU tests, ranks as processes: main() forks one child per rank before any CUDA call; rank 0
+// creates the NCCL unique id and hands it to the others through pipes. Each child runs the same
+// GoogleTest list (so every collective is entered by every rank in the same order) with its own
+// NCCL communicator and arfusion communicator (CUDA IPC between the processes).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include "gpu_harness.h"
+
+using namespace arftest;
+
+namespace {
+RankCtx g_ctx;
+std::string g_skip;
+
+#define NEED_RANKS() \
+  if (!g_skip.empty()) GTEST_SKIP() << g_skip
+
+}  // namespace
+
+TEST(Processes, Shapes) {
+  NEED_RANKS();
+  uint64_t seed = 9000;
+  for (arfusion::DType d : {arfusion::DType::kBFloat16, arfusion::DType::kFloat16, arfusion::DType::kFloat32})
+    for (int64_t t : {1, 3, 17, 129, 300})
+      for (int64_t h : {1024, 2880, 8192}) {
+        const std::string e = scenarioShape(g_ctx, ShapeCase{d, t, h, seed++, h == 2880});
+        ASSERT_EQ(e, "");
+      }
+  ASSERT_EQ(scenarioShape(g_ctx, ShapeCase{arfusion::DType::kBFloat16, 4097, 2048, seed++}), "");
+}
+
+TEST(Processes, Soak) {
+  NEED_RANKS();
+  int64_t compared = 0;
+  unsigned long long mism = 0;
+  EXPECT_EQ(scenarioSoak(g_ctx, 20000, 21, &compared, &mism), "");
+  if (g_ctx.rank == 0) std::printf("process soak: %lld calls, %llu mismatching words\n", (long long)compared, mism);
+}
+
+TEST(Processes, BadInput) {
+  NEED_RANKS();
+  EXPECT_EQ(scenarioBadInput(g_ctx), "");
+}
+
+namespace {
+
+int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, int argc, char** argv) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    ncclGetUniqueId(&id);
+    for (int fd : write_fds)
+      if (write(fd, &id, sizeof id) != sizeof id) return 3;
+  } else if (read(read_fd, &id, sizeof id) != sizeof id) {
+    return 3;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  if (rank != 0) ::testing::GTEST_FLAG(brief) = true;
+  if (gpuCount() < world) {
+    g_skip = "needs " + std::to_string(world) + " GPUs for " + std::to_string(world) + " processes, found " + std::to_string(gpuCount());
+    return RUN_ALL_TESTS();
+  }
+  cudaSetDevice(rank);
+  g_ctx.rank = rank;
+  g_ctx.world = world;
+  g_ctx.device = rank;
+  if (ncclCommInitRank(&g_ctx.nccl, world, id, rank) != ncclSuccess) return 4;
+  cudaStreamCreateWithFlags(&g_ctx.stream, cudaStreamNonBlocking);
+  ncclComm_t nccl = g_ctx.nccl;
+  cudaStream_t stream = g_ctx.stream;
+  g_ctx.allGather = [=](const void* mine, void* all, size_t bytes) {
+    void* d = nullptr;
+    cudaMalloc(&d, bytes * world);
+    cudaMemcpyAsync(static_cast<char*>(d) + rank * bytes, mine, bytes, cudaMemcpyHostToDevice, stream);
+    ncclAllGather(static_cast<char*>(d) + rank * bytes, d, bytes, ncclUint8, nccl, stream);
+    cudaMemcpyAsync(all, d, bytes * world, cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
+    cudaFree(d);
+  };
+  arfusion::Config cfg;
+  cfg.timeout_seconds = 20;
+  if (arfusion::commCreate(g_ctx.nccl, cfg, &g_ctx.comm) != arfusion::Status::kSuccess) {
+    std::fprintf(stderr, "rank %d: commCreate: %s\n", rank, arfusion::lastError());
+    return 5;
+  }
+  const int rc = RUN_ALL_TESTS();
+  arfusion::commDestroy(g_ctx.comm);
+  ncclCommDestroy(g_ctx.nccl);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int world = 2;
+  std::vector<int> rfd(world, -1), wfd;
+  for (int r = 1; r < world; ++r) {
+    int p[2];
+    if (pipe(p) != 0) return 2;
+    rfd[r] = p[0];
+    wfd.push_back(p[1]);
+  }
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(child(r, world, rfd[r], r == 0 ? wfd : std::vector<int>{}, argc, argv));
+    pids.push_back(pid);
+  }
+  // Never hang: a rank that failed early leaves its peer waiting in a collective; give the group
+  // a deadline, then kill what is left.
+  int rc = 0;
+  size_t done = 0;
+  std::vector<bool> finished(world, false);
+  for (int tick = 0; done < pids.size(); ++tick) {
+    for (int r = 0; r < world; ++r) {
+      if (finished[r]) continue;
+      int status = 0;
+      if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+        finished[r] = true;
+        ++done;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+      }
+    }
+    if (done < pids.size() && tick > 10 * 1200) {  // 1200 s
+      std::fprintf(stderr, "test_gpu_procs: deadline passed, killing the remaining ranks\n");
+      for (int r = 0; r < world; ++r)
+        if (!finished[r]) kill(pids[r], SIGKILL);
+      return 1;
+    }
+    if (done < pids.size()) usleep(100000);
+  }
+  return rc;
+}
