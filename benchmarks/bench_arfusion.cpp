@@ -1,0 +1,91 @@
+// Google Benchmark suite: one family per path, arguments tokens x hidden x dtype, timed with CUDA
+// events around CUDA-graph replays (manual time = per-call time, max over ranks, median of 7
+// replays). Counters: us, algbw and busbw (GB/s), speedup over the NCCL path of the same shape
+// measured in the same run, and %peer (of the peer-copy bandwidth measured in the same run).
+// Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "bench_harness.h"
+
+using arfbench::Path;
+using arfusion::DType;
+using arfusion::Op;
+
+namespace {
+
+arfbench::Group& group() {
+  static std::unique_ptr<arfbench::Group> g = [] {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    const char* w = std::getenv("ARFUSION_BENCH_WORLD");
+    return std::make_unique<arfbench::Group>(w ? std::atoi(w) : (n > 0 ? n : 1));
+  }();
+  return *g;
+}
+
+std::map<std::tuple<int64_t, int64_t, int>, double> g_nccl_us;  // NCCL path per shape, this run
+double g_peer_gbs = 0;
+
+void run(benchmark::State& state, Path path, Op op) {
+  const int64_t tokens = state.range(0), hidden = state.range(1);
+  const DType d = static_cast<DType>(state.range(2));
+  if (!group().error().empty()) {
+    state.SkipWithError(group().error().c_str());
+    return;
+  }
+  if (group().world() < 2 && path != Path::kAddRMSNorm) {
+    state.SkipWithError("needs 2 GPUs");
+    return;
+  }
+  arfbench::Timing t;
+  for (auto _ : state) {
+    t = group().time(path, op, d, tokens, hidden);
+    if (!t.error.empty()) {
+      state.SkipWithError(t.error.c_str());
+      return;
+    }
+    state.SetIterationTime(t.us * 1e-6);
+  }
+  const double bytes = double(tokens * hidden) * (d == DType::kFloat32 ? 4 : 2);
+  const int n = group().world();
+  state.counters["us"] = t.us;
+  state.counters["algbw_GBs"] = bytes / (t.us * 1e-6) / 1e9;
+  state.counters["busbw_GBs"] = bytes / (t.us * 1e-6) / 1e9 * 2.0 * (n - 1) / n;
+  if (path == Path::kNcclPath) g_nccl_us[{tokens, hidden, int(d)}] = t.us;
+  auto it = g_nccl_us.find({tokens, hidden, int(d)});
+  if (it != g_nccl_us.end()) state.counters["speedup_vs_nccl_path"] = it->second / t.us;
+  if (path == Path::kPeerCopy) g_peer_gbs = std::max(g_peer_gbs, bytes / (t.us * 1e-6) / 1e9);
+  if (g_peer_gbs > 0 && path != Path::kAddRMSNorm)
+    state.counters["pct_peer_bw"] = 100.0 * (bytes * (n - 1) / n) / (t.us * 1e-6) / 1e9 / g_peer_gbs;
+  if (!t.plan.empty()) state.SetLabel(t.plan);
+}
+
+// The anchor shapes of ../shared/ANCHORS.md.
+void shapes(benchmark::internal::Benchmark* b) {
+  for (int d : {int(DType::kBFloat16)}) {
+    for (int64_t h : {4096, 8192})
+      for (int64_t t : {1, 4, 16, 64, 128, 256, 512, 2048, 8192}) b->Args({t, h, d});
+  }
+  b->Args({1, 4096, int(DType::kFloat16)});
+  b->Args({128, 8192, int(DType::kFloat16)});
+  b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(run, peer_copy, Path::kPeerCopy, Op::kAllReduce)->Args({8192, 8192, int(DType::kBFloat16)})->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(run, nccl_allreduce, Path::kNcclAllReduce, Op::kAllReduce)->Apply(shapes);
+BENCHMARK_CAPTURE(run, add_rmsnorm, Path::kAddRMSNorm, Op::kAllReduceAddRMSNorm)->Apply(shapes);
+BENCHMARK_CAPTURE(run, nccl_path_fused, Path::kNcclPath, Op::kAllReduceAddRMSNorm)->Apply(shapes);
+BENCHMARK_CAPTURE(run, oneshot_fused, Path::kOneShot, Op::kAllReduceAddRMSNorm)->Apply(shapes);
+BENCHMARK_CAPTURE(run, twoshot_fused, Path::kTwoShot, Op::kAllReduceAddRMSNorm)->Apply(shapes);
+BENCHMARK_CAPTURE(run, auto_fused, Path::kAuto, Op::kAllReduceAddRMSNorm)->Apply(shapes);
+BENCHMARK_CAPTURE(run, oneshot_allreduce, Path::kOneShot, Op::kAllReduce)->Apply(shapes);
+BENCHMARK_CAPTURE(run, twoshot_allreduce, Path::kTwoShot, Op::kAllReduce)->Apply(shapes);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,193 @@
+#include "bench_harness.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+namespace arfbench {
+
+const char* pathName(Path p) {
+  switch (p) {
+    case Path::kNcclAllReduce: return "nccl_allreduce";
+    case Path::kAddRMSNorm: return "add_rmsnorm";
+    case Path::kNcclPath: return "nccl_path";
+    case Path::kOneShot: return "oneshot";
+    case Path::kTwoShot: return "twoshot";
+    case Path::kAuto: return "auto";
+    case Path::kPeerCopy: return "peer_copy";
+  }
+  return "?";
+}
+
+Group::Group(int world, const arfusion::Config& config) : world_(world) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < world) {
+    error_ = "needs " + std::to_string(world) + " GPUs, found " + std::to_string(n);
+    return;
+  }
+  nccl_.resize(world);
+  comms_.assign(world, nullptr);
+  streams_.assign(world, nullptr);
+  std::vector<int> devs(world);
+  for (int r = 0; r < world; ++r) devs[r] = r;
+  if (ncclCommInitAll(nccl_.data(), world, devs.data()) != ncclSuccess) {
+    error_ = "ncclCommInitAll failed";
+    return;
+  }
+  std::vector<std::string> errs(world);
+  onAll([&](int r) {
+    cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking);
+    if (arfusion::commCreate(nccl_[r], config, &comms_[r]) != arfusion::Status::kSuccess) errs[r] = arfusion::lastError();
+    for (int p = 0; p < world_; ++p)
+      if (p != r) cudaDeviceEnablePeerAccess(p, 0);
+    cudaGetLastError();
+  });
+  for (auto& e : errs)
+    if (!e.empty()) error_ = "commCreate: " + e;
+}
+
+Group::~Group() {
+  onAll([&](int r) {
+    if (comms_.size() > size_t(r) && comms_[r]) arfusion::commDestroy(comms_[r]);
+    if (streams_.size() > size_t(r) && streams_[r]) cudaStreamDestroy(streams_[r]);
+  });
+  for (auto c : nccl_)
+    if (c) ncclCommDestroy(c);
+}
+
+std::string Group::deviceName() const {
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, 0);
+  return p.name;
+}
+
+void Group::onAll(const std::function<void(int)>& f) {
+  std::vector<std::thread> t;
+  for (int r = 0; r < world_; ++r)
+    t.emplace_back([&, r] {
+      cudaSetDevice(r);
+      f(r);
+    });
+  for (auto& x : t) x.join();
+}
+
+std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden) {
+  arfusion::commSetStrategy(comms_[0], arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto);
+  arfusion::Plan p;
+  if (arfusion::plan(comms_[0], arfusion::Shape{tokens, hidden, d, op}, &p) != arfusion::Status::kSuccess) return "?";
+  std::string s = arfusion::toString(p.strategy);
+  if (p.strategy != arfusion::Strategy::kNccl) s += std::string("/") + arfusion::toString(p.sync_mode);
+  return s;
+}
+
+Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, bool eager) {
+  Timing out;
+  if (!error_.empty()) {
+    out.error = error_;
+    return out;
+  }
+  const size_t elem = d == arfusion::DType::kFloat32 ? 4 : 2;
+  const size_t count = static_cast<size_t>(tokens * hidden), bytes = count * elem;
+  // Enough calls per graph that one replay is well past launch overhead, few enough to stay short.
+  const int calls = static_cast<int>(std::clamp<int64_t>((int64_t(256) << 20) / int64_t(std::max<size_t>(bytes, 1)), 4, 64));
+  const int reps = 7;
+  std::vector<std::vector<float>> per_rank(world_);
+  std::vector<std::string> errs(world_);
+  std::vector<void*> peer_dst(world_, nullptr);
+  const arfusion::Strategy strat = path == Path::kNcclPath ? arfusion::Strategy::kNccl
+                                   : path == Path::kOneShot ? arfusion::Strategy::kOneShot
+                                   : path == Path::kTwoShot ? arfusion::Strategy::kTwoShot
+                                                            : arfusion::Strategy::kAuto;
+  const ncclDataType_t nt = d == arfusion::DType::kFloat32 ? ncclFloat32 : d == arfusion::DType::kFloat16 ? ncclFloat16 : ncclBfloat16;
+  // Buffers first (peer copy needs every rank's destination before capturing).
+  std::vector<std::vector<void*>> bufs(world_);
+  onAll([&](int r) {
+    bufs[r].assign(5, nullptr);
+    for (int i = 0; i < 5; ++i) {
+      if (cudaMalloc(&bufs[r][i], i == 3 ? hidden * elem : bytes) != cudaSuccess) {
+        errs[r] = "out of memory";
+        return;
+      }
+      fillRandom(bufs[r][i], i == 3 ? hidden : count, d, 1000 * r + i, streams_[r]);
+    }
+    cudaStreamSynchronize(streams_[r]);
+    peer_dst[r] = bufs[r][4];
+  });
+  for (auto& e : errs)
+    if (!e.empty()) out.error = e;
+  if (out.error.empty()) {
+    if (path == Path::kAuto) out.plan = planOf(op, d, tokens, hidden);
+    onAll([&](int r) {
+      cudaStream_t s = streams_[r];
+      void *in = bufs[r][0], *res = bufs[r][1], *res_out = bufs[r][2], *g = bufs[r][3], *o = bufs[r][4];
+      arfusion::commSetStrategy(comms_[r], strat, arfusion::SyncMode::kAuto);
+      auto one = [&]() -> bool {
+        arfusion::Status st = arfusion::Status::kSuccess;
+        switch (path) {
+          case Path::kNcclAllReduce:
+            return ncclAllReduce(in, o, count, nt, ncclSum, nccl_[r], s) == ncclSuccess;
+          case Path::kAddRMSNorm:
+            st = arfusion::addRMSNorm(in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
+            break;
+          case Path::kPeerCopy:
+            return cudaMemcpyAsync(peer_dst[(r + 1) % world_], in, bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+          default:
+            if (op == arfusion::Op::kAllReduce) st = arfusion::allReduce(comms_[r], in, o, tokens, hidden, d, s);
+            else if (op == arfusion::Op::kAllReduceAdd) st = arfusion::allReduceAdd(comms_[r], in, res, res_out, tokens, hidden, d, s);
+            else st = arfusion::allReduceAddRMSNorm(comms_[r], in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
+        }
+        if (st != arfusion::Status::kSuccess) errs[r] = arfusion::lastError();
+        return st == arfusion::Status::kSuccess;
+      };
+      cudaEvent_t e0, e1;
+      cudaEventCreate(&e0);
+      cudaEventCreate(&e1);
+      cudaGraphExec_t exec = nullptr;
+      if (!eager) {
+        cudaGraph_t graph;
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        bool ok = true;
+        for (int i = 0; i < calls && ok; ++i) ok = one();
+        cudaStreamEndCapture(s, &graph);
+        if (!ok || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+          if (errs[r].empty()) errs[r] = "graph capture failed";
+          return;
+        }
+        cudaGraphDestroy(graph);
+      }
+      for (int rep = -2; rep < reps; ++rep) {
+        cudaEventRecord(e0, s);
+        if (exec) cudaGraphLaunch(exec, s);
+        else for (int i = 0; i < calls; ++i) one();
+        cudaEventRecord(e1, s);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (rep >= 0) per_rank[r].push_back(ms * 1000.f / calls);
+      }
+      if (exec) cudaGraphExecDestroy(exec);
+      cudaEventDestroy(e0);
+      cudaEventDestroy(e1);
+      const char* detail = nullptr;
+      if (arfusion::commGetAsyncError(comms_[r], &detail) != arfusion::Status::kSuccess) errs[r] = detail;
+      arfusion::commSetStrategy(comms_[r], arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto);
+    });
+    for (auto& e : errs)
+      if (!e.empty()) out.error = e;
+  }
+  onAll([&](int r) {
+    cudaDeviceSynchronize();
+    for (void* p : bufs[r]) cudaFree(p);
+  });
+  if (!out.error.empty()) return out;
+  // Per repeat: the slowest rank; then the median over repeats.
+  std::vector<double> rep_max(reps, 0);
+  for (int i = 0; i < reps; ++i)
+    for (int r = 0; r < world_; ++r) rep_max[i] = std::max<double>(rep_max[i], per_rank[r][i]);
+  std::sort(rep_max.begin(), rep_max.end());
+  out.us = rep_max[reps / 2];
+  out.us_spread = rep_max.back() - rep_max.front();
+  return out;
+}
+
+}  // namespace arfbench

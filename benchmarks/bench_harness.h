@@ -1,0 +1,52 @@
+// Shared timing harness of the benchmarks and tools/arfusion-bench: ranks as threads of one
+// process (one GPU each, NCCL + arfusion communicators), every path timed under CUDA-graph replay
+// with CUDA events, median over repeats, max over ranks.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "arfusion/arfusion.h"
+
+namespace arfbench {
+
+enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy };
+const char* pathName(Path p);
+
+struct Timing {
+  double us = 0;          // median per call, max over ranks
+  double us_spread = 0;   // (max - min) of the repeats' per-call times
+  std::string plan;       // Auto's pick (strategy/sync) for kAuto
+  std::string error;      // non-empty if the path could not run
+};
+
+class Group {
+ public:
+  // world ranks on GPUs 0..world-1. error() says why not, if it could not be built.
+  explicit Group(int world, const arfusion::Config& config = arfusion::Config());
+  ~Group();
+  const std::string& error() const { return error_; }
+  int world() const { return world_; }
+  std::string deviceName() const;
+  // Times one path. op applies to the fused paths and the NCCL path. eager: no graph, launches in a
+  // loop (host-bound at small sizes; for comparison only).
+  Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden, bool eager = false);
+  std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden);
+
+ private:
+  void onAll(const std::function<void(int)>& f);
+  int world_ = 0;
+  std::vector<ncclComm_t> nccl_;
+  std::vector<arfusion::Communicator*> comms_;
+  std::vector<cudaStream_t> streams_;
+  std::string error_;
+};
+
+// Fills a device buffer with random normal values of dtype (cuRAND Philox, on the device).
+void fillRandom(void* p, size_t count, arfusion::DType dtype, unsigned long long seed, cudaStream_t s);
+
+}  // namespace arfbench

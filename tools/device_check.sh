@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds for sm_90a and runs the chosen stages on a GPU machine, logs under $OUT (default
+# ./device-out). Stages: build tests sanitize gbench sweep sass (default: build tests gbench).
+# Never enables NVLink multicast.
+set -uo pipefail
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-device-out}
+mkdir -p "$OUT"
+stages=${*:-build tests gbench}
+has() { [[ " $stages " == *" $1 "* ]]; }
+B=build-h200
+if has build; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpus.txt" 2>&1
+  nvidia-smi topo -m >> "$OUT/gpus.txt" 2>&1
+  { cmake -S . -B $B -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release && cmake --build $B -j "$(nproc)"; } > "$OUT/build.log" 2>&1 \
+    || { tail -40 "$OUT/build.log"; exit 1; }
+  echo "build ok"
+fi
+if has tests; then
+  ctest --test-dir $B --output-on-failure --timeout 300 ${CTEST_ARGS:-} 2>&1 | tee "$OUT/ctest.log" | grep -E "Test +#|tests passed|soak|timeout reported|FAIL|Failure|error" | head -60
+  grep -h -E "^(soak|process soak|timeout)" "$OUT/ctest.log" || true
+fi
+if has sanitize; then
+  for tool in memcheck racecheck synccheck initcheck; do
+    timeout 280 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu \
+      --gtest_filter='ThreadsNccl2.BadInput*:AddRMSNorm.*:Ranks/LocalGroup.Shapes/0' > "$OUT/sanitize-$tool.log" 2>&1
+    echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
+  done
+fi
+if has gbench; then
+  $B/benchmarks/bench_arfusion --benchmark_out="$OUT/gbench.json" --benchmark_out_format=json ${GBENCH_ARGS:-} 2>&1 \
+    | tee "$OUT/gbench.txt" | grep -v "^---" | awk '{print $1, $2, $4, $6, $7, $8, $9, $10}' | head -120
+fi
+if has sweep; then
+  $B/benchmarks/arfusion-bench --out "$OUT/sweep" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.txt" | tail -80
+fi
+if has sass; then
+  for o in $B/CMakeFiles/arfusion_objects.dir/src/kernels/oneshot.cu.o; do
+    cuobjdump -sass "$o" > "$OUT/oneshot.sass" 2>&1
+  done
+  python3 - "$OUT/oneshot.sass" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+funcs = re.split(r"\n\s*Function : ", text)[1:]
+for f in funcs:
+    name = f.split("\n", 1)[0]
+    mode = "griddep" if "SyncModeE1E" in name else "flag" if "SyncModeE2E" in name else "?"
+    ops = sorted({m for m in re.findall(r"\b(ACQBULK|PREEXIT|[A-Z]+DEPBAR\S*|CCTL\S*)\b", f)})
+    print(mode, name[:90], ops)
+PY
+fi
