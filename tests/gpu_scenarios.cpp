@@ -27,19 +27,29 @@ namespace {
       return std::string(#expr) + " -> " + arfusion::statusString(s_) + ": " + arfusion::lastError(); \
   } while (0)
 
+// Stream-ordered device buffer: no implicit device-wide sync on allocation or free, which would
+// deadlock ranks that share a GPU (one rank's cudaFree waiting for a peer's kernel that waits for
+// this rank).
 struct DevBuf {
   void* base = nullptr;
   void* p = nullptr;
   size_t bytes = 0;
+  cudaStream_t stream = nullptr;
   DevBuf() = default;
   DevBuf(const DevBuf&) = delete;
   ~DevBuf() {
-    if (base) cudaFree(base);
+    if (base) cudaFreeAsync(base, stream);
   }
-  std::string alloc(size_t n, size_t offset = 0) {
+  std::string alloc(size_t n, cudaStream_t s, size_t offset = 0) {
     bytes = n;
-    CK(cudaMalloc(&base, n + 32));
+    stream = s;
+    CK(cudaMallocAsync(&base, n + 32, s));
     p = static_cast<char*>(base) + offset;
+    return "";
+  }
+  std::string upload(const void* host, size_t n) {
+    CK(cudaMemcpyAsync(p, host, n, cudaMemcpyHostToDevice, stream));
+    CK(cudaStreamSynchronize(stream));
     return "";
   }
 };
@@ -57,7 +67,8 @@ Status callOp(RankCtx& ctx, Op op, const DevBuf& in, const DevBuf& res_in, DevBu
 
 std::vector<uint8_t> download(const DevBuf& b) {
   std::vector<uint8_t> h(b.bytes);
-  cudaMemcpy(h.data(), b.p, b.bytes, cudaMemcpyDeviceToHost);
+  cudaMemcpyAsync(h.data(), b.p, b.bytes, cudaMemcpyDeviceToHost, b.stream);
+  cudaStreamSynchronize(b.stream);
   return h;
 }
 
@@ -74,12 +85,23 @@ std::string describe(const ShapeCase& c, Op op, const Variant& v) {
   return buf;
 }
 
-// Cross-rank: every rank's outputs hash to the same value.
-std::string sameOnAllRanks(RankCtx& ctx, uint64_t h) {
-  std::vector<uint64_t> all(ctx.world);
-  ctx.allGather(&h, all.data(), sizeof h);
+// Collective verdict after each step: every rank contributes its local error (if any) and a hash
+// of its outputs. Every rank takes part even after a local failure, so no peer is left waiting in
+// a collective: all ranks stop together.
+std::string agreeStep(RankCtx& ctx, const std::string& local, uint64_t h) {
+  struct Vote {
+    uint64_t hash;
+    int32_t failed;
+    int32_t pad;
+  };
+  Vote mine{h, local.empty() ? 0 : 1, 0};
+  std::vector<Vote> all(ctx.world);
+  ctx.allGather(&mine, all.data(), sizeof mine);
+  if (!local.empty()) return local;
+  for (int r = 0; r < ctx.world; ++r)
+    if (all[r].failed) return "stopped: rank " + std::to_string(r) + " failed";
   for (int r = 1; r < ctx.world; ++r)
-    if (all[r] != all[0]) return "outputs differ between rank 0 and rank " + std::to_string(r);
+    if (all[r].hash != all[0].hash) return "outputs differ between rank 0 and rank " + std::to_string(r);
   return "";
 }
 
@@ -98,13 +120,14 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
   const size_t off = c.misalign ? E : 0;
   DevBuf in, res_in, res_out, g, out;
   std::string err;
-  if (!(err = in.alloc(bytes, off)).empty() || !(err = res_in.alloc(bytes, off)).empty() ||
-      !(err = res_out.alloc(bytes, off)).empty() || !(err = g.alloc(c.hidden * E, off)).empty() ||
-      !(err = out.alloc(bytes, off)).empty())
+  const cudaStream_t st = ctx.stream;
+  if (!(err = in.alloc(bytes, st, off)).empty() || !(err = res_in.alloc(bytes, st, off)).empty() ||
+      !(err = res_out.alloc(bytes, st, off)).empty() || !(err = g.alloc(c.hidden * E, st, off)).empty() ||
+      !(err = out.alloc(bytes, st, off)).empty())
     return err;
-  CK(cudaMemcpy(in.p, inputs[ctx.rank].data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(res_in.p, residual.data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(g.p, gamma.data(), c.hidden * E, cudaMemcpyHostToDevice));
+  if (!(err = in.upload(inputs[ctx.rank].data(), bytes)).empty() || !(err = res_in.upload(residual.data(), bytes)).empty() ||
+      !(err = g.upload(gamma.data(), c.hidden * E)).empty())
+    return err;
 
   std::vector<Variant> variants;
   if (ctx.nccl) variants.push_back({Strategy::kNccl, SyncMode::kAuto});  // first: the bitwise reference at 2 ranks
@@ -120,38 +143,47 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
     std::vector<uint8_t> nccl_res, nccl_out;
     for (const Variant& v : variants) {
       const std::string what = describe(c, op, v);
-      OK(arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync));
-      CK(cudaMemset(res_out.p, 0xff, bytes));
-      CK(cudaMemset(out.p, 0xff, bytes));
-      const Status st = callOp(ctx, op, in, res_in, res_out, g, out, c.tokens, c.hidden, d, eps);
-      if (st != Status::kSuccess) return what + arfusion::statusString(st) + ": " + arfusion::lastError();
-      CK(cudaStreamSynchronize(ctx.stream));
-      const char* detail = nullptr;
-      if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return what + detail;
       std::vector<uint8_t> got_res, got_out;
       uint64_t h = 0;
-      if (op != Op::kAllReduce) {
-        got_res = download(res_out);
-        const CheckResult cr = check(got_res, ref, gamma, c.tokens, c.hidden, d, 1);
-        if (!cr.ok()) return what + "residual_out: " + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
-        h = hashBytes(got_res.data(), got_res.size());
-      }
-      if (op != Op::kAllReduceAdd) {
-        got_out = download(out);
-        const CheckResult cr = check(got_out, ref, gamma, c.tokens, c.hidden, d, op == Op::kAllReduce ? 0 : 2);
-        if (!cr.ok()) return what + (op == Op::kAllReduce ? "out: " : "norm_out: ") + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
-        h = hashBytes(got_out.data(), got_out.size(), h);
-      }
-      const std::string same = sameOnAllRanks(ctx, h);
-      if (!same.empty()) return what + same;
+      // A forced strategy that cannot run this shape (row wider than a workspace region) is
+      // refused by plan() with kNotSupported on every rank alike: nothing to run.
+      OK(arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync));
+      arfusion::Plan pl;
+      if (arfusion::plan(ctx.comm, arfusion::Shape{c.tokens, c.hidden, d, op}, &pl) == Status::kNotSupported) continue;
+      const std::string local = [&]() -> std::string {
+        // Stream-ordered poison: no device-wide sync, which would deadlock ranks sharing a GPU.
+        CK(cudaMemsetAsync(res_out.p, 0xff, bytes, ctx.stream));
+        CK(cudaMemsetAsync(out.p, 0xff, bytes, ctx.stream));
+        const Status st = callOp(ctx, op, in, res_in, res_out, g, out, c.tokens, c.hidden, d, eps);
+        if (st != Status::kSuccess) return arfusion::statusString(st) + std::string(": ") + arfusion::lastError();
+        CK(cudaStreamSynchronize(ctx.stream));
+        const char* detail = nullptr;
+        if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return detail;
+        if (op != Op::kAllReduce) {
+          got_res = download(res_out);
+          const CheckResult cr = check(got_res, ref, gamma, c.tokens, c.hidden, d, 1);
+          if (!cr.ok()) return "residual_out: " + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
+          h = hashBytes(got_res.data(), got_res.size());
+        }
+        if (op != Op::kAllReduceAdd) {
+          got_out = download(out);
+          const CheckResult cr = check(got_out, ref, gamma, c.tokens, c.hidden, d, op == Op::kAllReduce ? 0 : 2);
+          if (!cr.ok()) return std::string(op == Op::kAllReduce ? "out: " : "norm_out: ") + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
+          h = hashBytes(got_out.data(), got_out.size(), h);
+        }
+        if (v.strategy != Strategy::kNccl && ctx.world == 2 && ctx.nccl) {
+          // At 2 ranks every path computes the same fp32 sum, rounds it once, and runs the same
+          // epilogue: bit-for-bit agreement with the NCCL path.
+          if (got_res != nccl_res) return "residual_out differs from the NCCL path";
+          if (got_out != nccl_out) return "output differs from the NCCL path";
+        }
+        return "";
+      }();
+      const std::string verdict = agreeStep(ctx, local, h);
+      if (!verdict.empty()) return what + verdict;
       if (v.strategy == Strategy::kNccl) {
         nccl_res = got_res;
         nccl_out = got_out;
-      } else if (ctx.world == 2 && ctx.nccl) {
-        // At 2 ranks every path computes the same fp32 sum, rounds it once, and runs the same
-        // epilogue: bit-for-bit agreement with the NCCL path.
-        if (got_res != nccl_res) return what + "residual_out differs from the NCCL path";
-        if (got_out != nccl_out) return what + "output differs from the NCCL path";
       }
     }
   }
@@ -170,15 +202,15 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   DevBuf in, res_in, g, res_f, out_f, res_r, out_r, counter;
   std::string err;
   for (DevBuf* b : {&in, &res_in, &res_f, &out_f, &res_r, &out_r})
-    if (!(err = b->alloc(bytes)).empty()) return err;
-  if (!(err = g.alloc(H * 2)).empty() || !(err = counter.alloc(8)).empty()) return err;
+    if (!(err = b->alloc(bytes, ctx.stream)).empty()) return err;
+  if (!(err = g.alloc(H * 2, ctx.stream)).empty() || !(err = counter.alloc(8, ctx.stream)).empty()) return err;
   const auto hin = randomTensor(Tmax * H, d, seed * 97 + ctx.rank);
   const auto hres = randomTensor(Tmax * H, d, seed * 97 + 50);
   const auto hg = randomTensor(H, d, seed * 97 + 51);
-  CK(cudaMemcpy(in.p, hin.data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(res_in.p, hres.data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(g.p, hg.data(), H * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemset(counter.p, 0, 8));
+  if (!(err = in.upload(hin.data(), bytes)).empty() || !(err = res_in.upload(hres.data(), bytes)).empty() ||
+      !(err = g.upload(hg.data(), H * 2)).empty())
+    return err;
+  CK(cudaMemsetAsync(counter.p, 0, 8, ctx.stream));
 
   auto body = [&](int k) -> std::string {
     const int64_t T = kTokens[k];
@@ -224,7 +256,8 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   cudaGraphDestroy(graph);
   const char* detail = nullptr;
   if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return std::string("device error: ") + detail;
-  CK(cudaMemcpy(mismatches, counter.p, 8, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpyAsync(mismatches, counter.p, 8, cudaMemcpyDeviceToHost, ctx.stream));
+  CK(cudaStreamSynchronize(ctx.stream));
   OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
   if (*mismatches) return std::to_string(*mismatches) + " mismatching words over " + std::to_string(*compared) + " calls";
   return "";
@@ -237,12 +270,12 @@ std::string scenarioBadInput(RankCtx& ctx) {
   DevBuf in, res_in, res_out, g, out;
   std::string err;
   for (DevBuf* b : {&in, &res_in, &res_out, &out})
-    if (!(err = b->alloc(bytes)).empty()) return err;
-  if (!(err = g.alloc(H * 2)).empty()) return err;
+    if (!(err = b->alloc(bytes, ctx.stream)).empty()) return err;
+  if (!(err = g.alloc(H * 2, ctx.stream)).empty()) return err;
   const auto hin = randomTensor(T * H, d, 900 + ctx.rank), hres = randomTensor(T * H, d, 950), hg = randomTensor(H, d, 951);
-  CK(cudaMemcpy(in.p, hin.data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(res_in.p, hres.data(), bytes, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(g.p, hg.data(), H * 2, cudaMemcpyHostToDevice));
+  if (!(err = in.upload(hin.data(), bytes)).empty() || !(err = res_in.upload(hres.data(), bytes)).empty() ||
+      !(err = g.upload(hg.data(), H * 2)).empty())
+    return err;
   std::vector<uint8_t> host(bytes, 1);
   void* other_dev_mem = nullptr;
   cudaStream_t other_stream = nullptr;
@@ -286,14 +319,14 @@ std::string scenarioBadInput(RankCtx& ctx) {
   }
   std::vector<uint8_t> want(bytes, 0x5a);
   for (const Bad& b : cases) {
-    CK(cudaMemset(res_out.p, 0x5a, bytes));
-    CK(cudaMemset(out.p, 0x5a, bytes));
-    CK(cudaDeviceSynchronize());
+    CK(cudaMemsetAsync(res_out.p, 0x5a, bytes, ctx.stream));
+    CK(cudaMemsetAsync(out.p, 0x5a, bytes, ctx.stream));
+    CK(cudaStreamSynchronize(ctx.stream));
     const Status st = b.call();
     if (st != Status::kInvalidArgument)
       return std::string(b.what) + ": expected kInvalidArgument, got " + arfusion::statusString(st);
     if (std::string(arfusion::lastError()).empty()) return std::string(b.what) + ": no message";
-    CK(cudaDeviceSynchronize());
+    CK(cudaStreamSynchronize(ctx.stream));
     if (download(res_out) != want || download(out) != want) return std::string(b.what) + ": an output was written";
   }
   // Still usable: a good call gives the right answer.

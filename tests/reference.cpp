@@ -88,16 +88,19 @@ CheckResult check(const std::vector<uint8_t>& got, const Reference& ref, const s
                   int64_t tokens, int64_t hidden, DType d, int which) {
   CheckResult c;
   const double u = unitRoundoff(d);
+  // Absolute floor: the spacing of the dtype's subnormals (fp16 values below 6e-5 carry only
+  // absolute precision 2^-24).
+  const double floor_abs = d == DType::kFloat16 ? std::ldexp(1.0, -24) : 1e-30;
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t h = 0; h < hidden; ++h) {
       const size_t i = t * hidden + h;
       const double v = toDouble(got.data(), i, d);
       double want, tol;
       // Rounding steps: the sum (to dtype), residual + sum (to dtype): 2u each of the magnitudes.
-      const double tol_res = 2 * u * ref.sum_abs[i] + 2 * u * std::fabs(ref.residual_out[i]) + 1e-30;
+      const double tol_res = 2 * u * ref.sum_abs[i] + 2 * u * std::fabs(ref.residual_out[i]) + floor_abs;
       if (which == 0) {
         want = ref.sum[i];
-        tol = 2 * u * ref.sum_abs[i] + 1e-30;
+        tol = 2 * u * ref.sum_abs[i] + floor_abs;
       } else if (which == 1) {
         want = ref.residual_out[i];
         tol = tol_res;
@@ -106,7 +109,7 @@ CheckResult check(const std::vector<uint8_t>& got, const Reference& ref, const s
         want = ref.norm_out[i];
         // Error of residual_out carried through the scale, plus the output rounding and the
         // rounding of the mean square (relative, a few u).
-        tol = g * ref.inv_rms[t] * tol_res + 4 * u * std::fabs(want) + 1e-30;
+        tol = g * ref.inv_rms[t] * tol_res + 4 * u * std::fabs(want) + floor_abs;
       }
       if (std::isnan(v) && !std::isnan(want)) {
         if (c.unwritten++ == 0 && c.first.empty()) {

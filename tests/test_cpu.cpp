@@ -239,12 +239,15 @@ TEST(Plan, NoFusionTakesNcclAndSaysWhy) {
   EXPECT_EQ(st, Status::kNotSupported);
 }
 
-TEST(Plan, H200PairUsesOneShotWithAutoSync) {
-  const Plan p = planFor(h200Pair(), Shape{128, 8192});
-  EXPECT_EQ(p.strategy, Strategy::kOneShot);
-  EXPECT_EQ(p.sync_mode, SyncMode::kGridDependency);
-  EXPECT_EQ(p.blocks, 128);
-  EXPECT_EQ(p.rows_per_step, 1);
+TEST(Plan, H200PairFollowsTheMeasuredTable) {
+  const Plan one = planFor(h200Pair(), Shape{4, 4096});
+  EXPECT_EQ(one.strategy, Strategy::kOneShot);
+  EXPECT_EQ(one.sync_mode, SyncMode::kGridDependency);
+  EXPECT_EQ(one.blocks, 4);
+  EXPECT_EQ(one.rows_per_step, 1);
+  EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kNccl);      // 256 KB
+  EXPECT_EQ(planFor(h200Pair(), Shape{128, 8192}).strategy, Strategy::kTwoShot);  // 2 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kNccl);     // 8 MB
 }
 
 TEST(Plan, ForcedSyncAndStrategyAreHonoured) {

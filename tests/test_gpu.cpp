@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "gpu_harness.h"
@@ -14,7 +16,7 @@ using arfusion::Status;
 
 namespace {
 
-arfusion::Config testConfig(double timeout = 20.0) {
+arfusion::Config testConfig(double timeout = 5.0) {
   arfusion::Config c;
   c.timeout_seconds = timeout;
   c.read_env = false;
@@ -52,20 +54,14 @@ std::vector<ShapeCase> groupShapes() {
 Scenario allShapes(std::vector<ShapeCase> cases) {
   return [cases](RankCtx& ctx) -> std::string {
     for (const ShapeCase& c : cases) {
+      if (ctx.rank == 0 && std::getenv("ARFTEST_PROGRESS"))
+        std::fprintf(stderr, "case %s %lld x %lld\n", arfusion::toString(c.dtype), (long long)c.tokens, (long long)c.hidden);
       const std::string e = scenarioShape(ctx, c);
       if (!e.empty()) return e;
     }
     return "";
   };
 }
-
-#define RUN_OR_SKIP(expr)              \
-  do {                                 \
-    std::string skip_;                 \
-    const std::string err_ = (expr);   \
-    if (!skip_.empty()) GTEST_SKIP() << skip_; \
-    EXPECT_EQ(err_, "");               \
-  } while (0)
 
 }  // namespace
 
@@ -138,6 +134,17 @@ TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, LocalGroup, ::testing::Values(2, 3, 4, 8));
 
+// Small and quick: the target of compute-sanitizer runs (tools/device_check.sh sanitize).
+TEST(Sanitize, SmallShapesTwoRanks) {
+  std::string skip;
+  const std::string err = runLocalGroup(2, testConfig(60), 8,
+                                        allShapes({{DType::kBFloat16, 3, 1024, 61, true}, {DType::kFloat32, 17, 2880, 62},
+                                                   {DType::kFloat16, 5, 1000, 63, false, true}}),
+                                        &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
 // ------------------------------------------------------------------ bounded waits
 TEST(Faults, APeerThatSkipsACallTimesOut) {
   std::string skip;
@@ -154,14 +161,15 @@ TEST(Faults, APeerThatSkipsACallTimesOut) {
     if (st != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
     cudaStreamSynchronize(ctx.stream);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const char* detail = nullptr;
-    st = arfusion::commGetAsyncError(ctx.comm, &detail);
+    const char* detail_ptr = nullptr;
+    st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
+    const std::string detail = detail_ptr ? detail_ptr : "";
     std::string err;
     if (st != Status::kTimeout) err = std::string("expected kTimeout, got ") + arfusion::statusString(st);
     else if (secs < 0.4 || secs > 10) err = "timed out after " + std::to_string(secs) + " s, configured 0.5 s";
     else if (arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream) != Status::kTimeout)
       err = "the next call did not report the timeout";
-    std::printf("timeout reported after %.2f s: %s\n", secs, detail ? detail : "");
+    std::printf("timeout reported after %.2f s: %s\n", secs, detail.c_str());
     cudaFree(buf);
     return err;
   }, &skip);

@@ -83,7 +83,7 @@ int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, i
     cudaFree(d);
   };
   arfusion::Config cfg;
-  cfg.timeout_seconds = 20;
+  cfg.timeout_seconds = 5;
   if (arfusion::commCreate(g_ctx.nccl, cfg, &g_ctx.comm) != arfusion::Status::kSuccess) {
     std::fprintf(stderr, "rank %d: commCreate: %s\n", rank, arfusion::lastError());
     return 5;

@@ -114,10 +114,11 @@ Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, cons
 
 Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
   ARF_TRY(detail::validateArgs(a, dtype));
-  ARF_TRY(detail::validateStream(stream, device));
+  bool capturing = false;
+  ARF_TRY(detail::validateStream(stream, device, &capturing));
   ARF_TRY(checkHealth());
   DeviceGuard guard(device);
-  ARF_TRY(detail::validatePointers(a, dtype, device));
+  if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
   Plan p;
   ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op}, &p));
   return runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream);
@@ -253,16 +254,13 @@ Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, co
   a.hidden = hidden;
   a.eps = eps;
   a.op = Op::kAllReduceAddRMSNorm;
-  // x may be norm_out here (in place), which validateArgs forbids for the collective: check it
-  // with x taken out of the aliasing rules.
-  RowArgs probe = a;
-  if (x == norm_out) probe.input = residual_in;  // same size, already checked below
-  ARF_TRY(detail::validateArgs(probe, dtype));
-  if (!x) return detail::fail(Status::kInvalidArgument, "x is null");
+  // x may be norm_out here (the NCCL path normalises in place); the collectives forbid it.
+  ARF_TRY(detail::validateArgs(a, dtype, /*input_may_be_out=*/true));
   int device = 0;
   ARF_CUDA(cudaGetDevice(&device));
-  ARF_TRY(detail::validateStream(stream, device));
-  ARF_TRY(detail::validatePointers(a, dtype, device));
+  bool capturing = false;
+  ARF_TRY(detail::validateStream(stream, device, &capturing));
+  if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
   ARF_CUDA(detail::launchAddRMSNorm(a, dtype, detail::vectorizable(a, dtype), stream));
   return Status::kSuccess;
 }

@@ -39,10 +39,22 @@ std::string topoKey(const Topology& t) {
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
   if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
-    // Measured: 2 x H200 NVLink, bf16 and fp16, hidden 4096 and 8192, CUDA-graph replay
-    // (benchmarks/results/, README "Results"). At 2 ranks one-shot and two-shot move the same bytes
-    // and one-shot needs one round trip instead of two, so one-shot covers every size.
-    table.rules = {{kAll, Strategy::kOneShot}};
+    // Measured 2026-11-29, 2 x H200 NV18, bf16, allreduce + add + RMSNorm, CUDA-graph replay,
+    // us per call (NCCL path / one-shot / two-shot), benchmarks/results/2026-11-29-h200x2-gbench.md:
+    //   8 KB  (1x4096)    9.3 /  6.6 /  9.5    one-shot 1.41x
+    //   64 KB (4x8192)   10.4 /  9.2 / 12.6    one-shot 1.14x
+    //   128 KB (16x4096) 10.1 /  9.2 / 10.4    one-shot 1.09x
+    //   256 KB (16x8192) 11.9 / 12.9 / 13.3    NCCL path fastest
+    //   512 KB (64x4096) 12.8 / 19.2 / 11.8    two-shot 1.08x
+    //   1 MB  (64x8192)  17.3 / 28.6 / 14.9    two-shot 1.16x
+    //   2 MB (128x8192)  30.8 / 50.7 / 16.4    two-shot 1.88x
+    //   4 MB (256x8192)  36.7 / 101.5 / 23.0   two-shot 1.60x
+    //   8 MB (512x8192)  58.3 / 210.1 / 121.4  NCCL path fastest (both fused kernels collapse
+    //                                          above 4 MB; open issue, README "Performance")
+    table.rules = {{128 * kKiB, Strategy::kOneShot},
+                   {256 * kKiB, Strategy::kNccl},
+                   {4 * kMiB, Strategy::kTwoShot},
+                   {kAll, Strategy::kNccl}};
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
   }

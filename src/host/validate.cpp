@@ -44,16 +44,16 @@ int spans(const RowArgs& a, DType dtype, Span* out) {
   return n;
 }
 
-bool allowedAlias(const Span& a, const Span& b) {
+bool allowedAlias(const Span& a, const Span& b, bool input_may_be_out) {
   if (a.p != b.p || a.bytes != b.bytes) return false;
   const std::string x = a.name, y = b.name;
   auto pair = [&](const char* u, const char* v) { return (x == u && y == v) || (x == v && y == u); };
-  return pair("residual_in", "residual_out") || pair("input", "out");
+  return pair("residual_in", "residual_out") || pair("input", "out") || (input_may_be_out && pair("input", "norm_out"));
 }
 
 }  // namespace
 
-Status validateArgs(const RowArgs& a, DType dtype) {
+Status validateArgs(const RowArgs& a, DType dtype, bool input_may_be_out) {
   if (static_cast<unsigned>(dtype) > 2) return failf(Status::kInvalidArgument, "dtype %d is not fp16, bf16 or fp32", int(dtype));
   if (static_cast<unsigned>(a.op) > 2) return failf(Status::kInvalidArgument, "op %d is not valid", int(a.op));
   if (a.tokens < 1) return failf(Status::kInvalidArgument, "tokens must be >= 1 (got %lld)", (long long)a.tokens);
@@ -69,7 +69,7 @@ Status validateArgs(const RowArgs& a, DType dtype) {
     if (!s[i].p) return failf(Status::kInvalidArgument, "%s is null", s[i].name);
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j)
-      if (overlap(s[i], s[j]) && !allowedAlias(s[i], s[j]) && !(std::string(s[i].name) == "gamma" || std::string(s[j].name) == "gamma") )
+      if (overlap(s[i], s[j]) && !allowedAlias(s[i], s[j], input_may_be_out) && !(std::string(s[i].name) == "gamma" || std::string(s[j].name) == "gamma") )
         return failf(Status::kInvalidArgument, "%s and %s overlap (only residual_out == residual_in, or out == input, may alias, exactly)",
                      s[i].name, s[j].name);
   // gamma is read-only and small: it may overlap inputs but never an output.
@@ -112,9 +112,19 @@ Status validatePointers(const RowArgs& a, DType dtype, int device) {
   return Status::kSuccess;
 }
 
-Status validateStream(cudaStream_t stream, int device) {
+Status validateStream(cudaStream_t stream, int device, bool* capturing) {
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(stream, &cs);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return failf(Status::kInvalidArgument, "stream is not valid: %s", cudaGetErrorString(e));
+  }
+  *capturing = cs != cudaStreamCaptureStatusNone;
+  // During capture the driver refuses device queries on the stream (and a refused call would
+  // invalidate the capture): launches onto a stream of another device fail the capture instead.
+  if (*capturing) return Status::kSuccess;
   int sdev = -1;
-  const cudaError_t e = cudaStreamGetDevice(stream, &sdev);
+  e = cudaStreamGetDevice(stream, &sdev);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return failf(Status::kInvalidArgument, "stream is not valid: %s", cudaGetErrorString(e));

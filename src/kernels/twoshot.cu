@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kThreads) twoShotKernel(DeviceComm c, RowArgs 
       Epi::run(a, mine0 + j, sh, [&](int64_t i) {
         float acc[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] = 0.f;
+        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
 #pragma unroll
         for (int src = 0; src < kMaxRanks; ++src) {
           if (src < n) {
