@@ -246,6 +246,7 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(one.blocks, 4);
   EXPECT_EQ(one.rows_per_step, 1);
   EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kNccl);      // 256 KB
+  EXPECT_EQ(planFor(h200Pair(), Shape{23, 8192}).strategy, Strategy::kNccl);      // 368 KB
   EXPECT_EQ(planFor(h200Pair(), Shape{128, 8192}).strategy, Strategy::kTwoShot);  // 2 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kNccl);     // 8 MB
 }

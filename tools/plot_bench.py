@@ -19,11 +19,11 @@ fig, axes = plt.subplots(2, len(groups), figsize=(6 * len(groups), 9), squeeze=F
 for c, (dt, h) in enumerate(groups):
     sel = [r for r in rows if (r["dtype"], r["hidden"]) == (dt, h)]
     x = [int(r["bytes"]) for r in sel]
-    for p in paths:
+    for i, p in enumerate(paths):
         y = [float(r[p + "_us"]) for r in sel]
-        axes[0][c].plot(x, y, marker=".", label=p)
-        if p != "add_rmsnorm":
-            axes[1][c].plot(x, [b / (u * 1e-6) / 1e9 for b, u in zip(x, y)], marker=".", label=p)
+        axes[0][c].plot(x, y, marker=".", label=p, color=f"C{i}")
+        if p != "add_rmsnorm":  # one colour per path in both panels
+            axes[1][c].plot(x, [b / (u * 1e-6) / 1e9 for b, u in zip(x, y)], marker=".", label=p, color=f"C{i}")
     for ax, yl in ((axes[0][c], "us per call"), (axes[1][c], "bus bandwidth GB/s (2 ranks: = algbw)")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")

@@ -52,7 +52,7 @@ AutoTable builtinTable(const Topology& t) {
     //   8 MB (512x8192)  58.3 / 210.1 / 121.4  NCCL path fastest (both fused kernels collapse
     //                                          above 4 MB; open issue, README "Performance")
     table.rules = {{128 * kKiB, Strategy::kOneShot},
-                   {256 * kKiB, Strategy::kNccl},
+                   {640 * kKiB, Strategy::kNccl},
                    {4 * kMiB, Strategy::kTwoShot},
                    {kAll, Strategy::kNccl}};
     table.source = "built-in " + topoKey(t) + " (measured)";
