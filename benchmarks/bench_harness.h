@@ -36,6 +36,7 @@ class Group {
   // loop (host-bound at small sizes; for comparison only).
   Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden, bool eager = false);
   std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden);
+  arfusion::Communicator* comm(int rank) const { return comms_[rank]; }
 
  private:
   void onAll(const std::function<void(int)>& f);

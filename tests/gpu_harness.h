@@ -36,6 +36,14 @@ std::string runLocalGroup(int world, const arfusion::Config& config, int max_blo
                           std::string* skip);
 
 // ---- scenarios (gpu_scenarios.cpp)
+// Worst errors seen by scenarioShape on rank 0 (for tools/arfusion-check): [0] allreduce out,
+// [1] residual_out, [2] norm_out, over every path.
+struct CaseStats {
+  double max_abs[3] = {0, 0, 0};
+  double max_ulp[3] = {0, 0, 0};
+  int paths = 0;
+};
+
 struct ShapeCase {
   arfusion::DType dtype;
   int64_t tokens, hidden;
@@ -43,6 +51,7 @@ struct ShapeCase {
   bool all_ops = false;     // also kAllReduce and kAllReduceAdd
   bool misalign = false;    // offset every pointer by one element (scalar path)
   bool negzero = false;     // inputs contain -0.0
+  CaseStats* stats = nullptr;  // filled on rank 0 if set
 };
 // Every fused strategy x sync mode (and the NCCL path where there is one) on fresh random inputs:
 // outputs poisoned, compared with the float64 reference, every element written, bitwise identical
@@ -52,6 +61,9 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
 // graph; every fused output compared bit for bit on the device with a reference path (NCCL at 2
 // ranks, the other fused strategy otherwise). `calls` fused calls in total.
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches);
+// One communicator, calls alternating between two streams with no host sync: the library orders
+// them; every call's output is checked against the float64 reference.
+std::string scenarioTwoStreams(RankCtx& ctx);
 // Bad input: each returns the documented status, leaves every output byte untouched and the
 // communicator usable.
 std::string scenarioBadInput(RankCtx& ctx);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -85,6 +86,13 @@ std::string describe(const ShapeCase& c, Op op, const Variant& v) {
   return buf;
 }
 
+void record(const ShapeCase& c, const RankCtx& ctx, int which, const CheckResult& cr) {
+  if (!c.stats || ctx.rank != 0) return;
+  c.stats->max_abs[which] = std::max(c.stats->max_abs[which], cr.max_abs_err);
+  c.stats->max_ulp[which] = std::max(c.stats->max_ulp[which], cr.max_ulp);
+  if (which != 0) ++c.stats->paths;
+}
+
 // Collective verdict after each step: every rank contributes its local error (if any) and a hash
 // of its outputs. Every rank takes part even after a local failure, so no peer is left waiting in
 // a collective: all ranks stop together.
@@ -162,12 +170,14 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
         if (op != Op::kAllReduce) {
           got_res = download(res_out);
           const CheckResult cr = check(got_res, ref, gamma, c.tokens, c.hidden, d, 1);
+          record(c, ctx, 1, cr);
           if (!cr.ok()) return "residual_out: " + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
           h = hashBytes(got_res.data(), got_res.size());
         }
         if (op != Op::kAllReduceAdd) {
           got_out = download(out);
           const CheckResult cr = check(got_out, ref, gamma, c.tokens, c.hidden, d, op == Op::kAllReduce ? 0 : 2);
+          record(c, ctx, op == Op::kAllReduce ? 0 : 2, cr);
           if (!cr.ok()) return std::string(op == Op::kAllReduce ? "out: " : "norm_out: ") + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
           h = hashBytes(got_out.data(), got_out.size(), h);
         }
@@ -261,6 +271,57 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
   if (*mismatches) return std::to_string(*mismatches) + " mismatching words over " + std::to_string(*compared) + " calls";
   return "";
+}
+
+std::string scenarioTwoStreams(RankCtx& ctx) {
+  const DType d = DType::kBFloat16;
+  const int64_t T = 64, H = 4096;
+  const size_t n = T * H, bytes = n * 2;
+  const int kCalls = 64;
+  std::vector<std::vector<uint8_t>> inputs(ctx.world);
+  for (int r = 0; r < ctx.world; ++r) inputs[r] = randomTensor(n, d, 7000 + r);
+  const auto residual = randomTensor(n, d, 7100), gamma = randomTensor(H, d, 7101);
+  const Reference ref = reference(inputs, residual, gamma, T, H, d, 1e-6);
+  cudaStream_t other = nullptr;
+  CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  std::string err;
+  {
+    DevBuf in, res_in, g;
+    std::vector<std::unique_ptr<DevBuf>> res_out(kCalls), out(kCalls);
+    if (!(err = in.alloc(bytes, ctx.stream)).empty() || !(err = res_in.alloc(bytes, ctx.stream)).empty() ||
+        !(err = g.alloc(H * 2, ctx.stream)).empty())
+      return err;
+    if (!(err = in.upload(inputs[ctx.rank].data(), bytes)).empty() || !(err = res_in.upload(residual.data(), bytes)).empty() ||
+        !(err = g.upload(gamma.data(), H * 2)).empty())
+      return err;
+    for (int i = 0; i < kCalls; ++i) {
+      res_out[i].reset(new DevBuf);
+      out[i].reset(new DevBuf);
+      if (!(err = res_out[i]->alloc(bytes, ctx.stream)).empty() || !(err = out[i]->alloc(bytes, ctx.stream)).empty()) return err;
+      CK(cudaMemsetAsync(res_out[i]->p, 0xff, bytes, ctx.stream));
+      CK(cudaMemsetAsync(out[i]->p, 0xff, bytes, ctx.stream));
+    }
+    CK(cudaStreamSynchronize(ctx.stream));
+    for (int i = 0; i < kCalls; ++i) {
+      const cudaStream_t s = i % 2 ? other : ctx.stream;
+      OK(arfusion::commSetStrategy(ctx.comm, i % 3 == 0 ? Strategy::kOneShot : i % 3 == 1 ? Strategy::kTwoShot : Strategy::kAuto,
+                                   SyncMode::kAuto));
+      OK(arfusion::allReduceAddRMSNorm(ctx.comm, in.p, res_in.p, res_out[i]->p, g.p, out[i]->p, T, H, d, 1e-6f, s));
+    }
+    CK(cudaStreamSynchronize(other));
+    CK(cudaStreamSynchronize(ctx.stream));
+    const char* detail = nullptr;
+    if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return std::string("device error: ") + detail;
+    for (int i = 0; i < kCalls && err.empty(); ++i) {
+      const CheckResult a = check(download(*res_out[i]), ref, gamma, T, H, d, 1);
+      const CheckResult b = check(download(*out[i]), ref, gamma, T, H, d, 2);
+      if (!a.ok() || !b.ok()) err = "call " + std::to_string(i) + ": " + (a.ok() ? b.first : a.first);
+    }
+    OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
+  }
+  cudaStreamSynchronize(ctx.stream);
+  cudaStreamDestroy(other);
+  return err;
 }
 
 std::string scenarioBadInput(RankCtx& ctx) {

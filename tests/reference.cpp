@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -121,6 +122,12 @@ CheckResult check(const std::vector<uint8_t>& got, const Reference& ref, const s
       }
       const double err = std::fabs(v - want);
       if (err > c.max_abs_err) c.max_abs_err = err;
+      const int digits = d == DType::kBFloat16 ? 8 : d == DType::kFloat16 ? 11 : 24;
+      const int min_exp = d == DType::kFloat16 ? -13 : -125;  // frexp exponent of the smallest normal
+      int e = 0;
+      std::frexp(want, &e);
+      const double ulp = std::ldexp(1.0, std::max(e, min_exp) - digits);
+      if (err / ulp > c.max_ulp) c.max_ulp = err / ulp;
       if (!(err <= tol)) {
         if (c.bad++ == 0 && c.first.empty()) {
           std::ostringstream os;

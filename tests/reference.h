@@ -36,6 +36,7 @@ double unitRoundoff(DType d);
 struct CheckResult {
   int64_t bad = 0, unwritten = 0;
   double max_abs_err = 0;
+  double max_ulp = 0;  // distance in units of the last place of the dtype at the reference value
   std::string first;  // description of the first failure
   bool ok() const { return bad == 0 && unwritten == 0; }
 };

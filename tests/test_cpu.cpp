@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <random>
 #include <string>
 
 #include "arfusion/arfusion.h"
@@ -395,4 +396,71 @@ TEST(Api, NullCommunicatorIsAnErrorNotACrash) {
   EXPECT_EQ(plan(nullptr, Shape{}, &p), Status::kInvalidArgument);
   EXPECT_EQ(commDestroy(nullptr), Status::kInvalidArgument);
   EXPECT_EQ(commCreate(nullptr, Config{}, nullptr), Status::kInvalidArgument);
+}
+
+// ---------------------------------------------------------------- randomized validation
+// 200,000 random argument sets (pointers from a small address pool so that overlaps are common,
+// extreme sizes, bad enums, NaN eps): validateArgs never crashes, and whenever it accepts, the
+// invariants the kernels rely on hold. A rejected call must say why.
+TEST(Validate, RandomizedArgumentsNeverBreakTheInvariants) {
+  std::mt19937_64 rng(20261129);
+  auto pick = [&](std::initializer_list<int64_t> v) { return *(v.begin() + rng() % v.size()); };
+  int64_t accepted = 0;
+  for (int it = 0; it < 200000; ++it) {
+    RowArgs a;
+    auto ptr = [&]() -> void* {
+      if (rng() % 16 == 0) return nullptr;
+      return reinterpret_cast<void*>(uintptr_t(0x10000000) + (rng() % 64) * 4096 + (rng() % 4) * 2);
+    };
+    a.input = ptr();
+    a.residual_in = ptr();
+    a.residual_out = rng() % 4 == 0 ? const_cast<void*>(a.residual_in) : ptr();
+    a.gamma = ptr();
+    a.out = rng() % 8 == 0 ? const_cast<void*>(a.input) : ptr();
+    a.tokens = pick({-1, 0, 1, 2, 3, 17, 1000, int64_t(1) << 40, INT64_MAX});
+    a.hidden = pick({-5, 0, 1, 7, 64, 4096, 65536, 65537, INT64_MAX});
+    a.eps = static_cast<float>(pick({-1, 0, 1})) * 1e-6f;
+    if (rng() % 50 == 0) a.eps = NAN;
+    a.op = static_cast<Op>(rng() % 4);
+    const DType d = static_cast<DType>(rng() % 4);
+    const Status st = validateArgs(a, d);
+    if (st != Status::kSuccess) {
+      ASSERT_EQ(st, Status::kInvalidArgument);
+      ASSERT_GT(std::strlen(lastError()), 0u);
+      continue;
+    }
+    ++accepted;
+    ASSERT_LE(static_cast<unsigned>(d), 2u);
+    ASSERT_LE(static_cast<unsigned>(a.op), 2u);
+    ASSERT_GE(a.tokens, 1);
+    ASSERT_GE(a.hidden, 1);
+    ASSERT_LE(a.hidden, kMaxHidden);
+    ASSERT_LE(a.tokens * a.hidden, int64_t(1) << 40);
+    ASSERT_NE(a.input, nullptr);
+    const uintptr_t bytes = uintptr_t(a.tokens * a.hidden) * elemSize(d);
+    auto disjointOrSame = [&](const void* x, const void* y) {
+      const auto p = reinterpret_cast<uintptr_t>(x), q = reinterpret_cast<uintptr_t>(y);
+      return p == q || p + bytes <= q || q + bytes <= p;
+    };
+    if (a.op == Op::kAllReduce) {
+      ASSERT_NE(a.out, nullptr);
+      ASSERT_TRUE(disjointOrSame(a.input, a.out));
+    } else {
+      ASSERT_NE(a.residual_in, nullptr);
+      ASSERT_NE(a.residual_out, nullptr);
+      ASSERT_TRUE(disjointOrSame(a.residual_in, a.residual_out));
+      ASSERT_TRUE(disjointOrSame(a.input, a.residual_out));
+      ASSERT_NE(a.input, a.residual_out);
+      if (a.op == Op::kAllReduceAddRMSNorm) {
+        ASSERT_NE(a.out, nullptr);
+        ASSERT_NE(a.gamma, nullptr);
+        ASSERT_TRUE(a.eps >= 0.f);
+        for (const void* x : std::initializer_list<const void*>{a.input, a.residual_in, a.residual_out}) {
+          ASSERT_TRUE(disjointOrSame(x, a.out));
+          ASSERT_NE(x, a.out);
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 100);  // the generator does reach the accepting side
 }

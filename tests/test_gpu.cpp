@@ -102,6 +102,13 @@ TEST(ThreadsNccl2, BadInputWritesNothing) {
   EXPECT_EQ(err, "");
 }
 
+TEST(ThreadsNccl2, CallsAlternatingBetweenTwoStreamsAreOrdered) {
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), scenarioTwoStreams, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
 TEST(ThreadsNccl1, OneRankIsTheLocalAddRMSNorm) {
   std::string skip;
   const std::string err = runThreadsNccl(1, testConfig(), allShapes({{DType::kBFloat16, 17, 4096, 3, true}, {DType::kFloat32, 3, 1000, 4}}), &skip);

@@ -19,8 +19,12 @@
 //   * Collective: every rank of the communicator makes the same calls, in the same order, with the
 //     same shapes, dtypes and strategy settings. A rank that skips a call or passes another shape
 //     makes its peers wait: they give up after Config::timeout_seconds and report Status::kTimeout.
-//   * One call in flight per communicator: use a communicator from one stream at a time (or order
-//     the streams). Two communicators built on the same GPUs may run concurrently.
+//   * One call in flight per communicator. Eager calls are made safe: a call on another stream
+//     than the previous call waits for it (cudaStreamWaitEvent), so alternating streams is
+//     correct, just serialised. Inside CUDA-graph capture that ordering is the caller's: do not
+//     replay two graphs holding calls of one communicator concurrently. Two communicators on the
+//     same GPUs used at once from different streams are not tested yet: fused kernels spin-wait
+//     for their peers, so two grids that together exceed a GPU's SMs can stall until the timeout.
 //   * Bad input returns kInvalidArgument (or kNotSupported) before anything is launched: no output
 //     byte is written.
 #pragma once

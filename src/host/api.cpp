@@ -121,7 +121,18 @@ Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
   if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
   Plan p;
   ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op}, &p));
-  return runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream);
+  std::lock_guard<std::mutex> lock(call_mu);
+  // One call in flight per communicator: an eager call on another stream than the last one first
+  // waits for the last call (two calls in flight would share epochs and slots and could wait on
+  // each other forever). Inside a capture this ordering is the caller's (header, "Conventions").
+  if (!capturing && has_last_call && stream != last_stream) ARF_CUDA(cudaStreamWaitEvent(stream, last_call, 0));
+  ARF_TRY(runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream));
+  if (!capturing) {
+    ARF_CUDA(cudaEventRecord(last_call, stream));
+    last_stream = stream;
+    has_last_call = true;
+  }
+  return Status::kSuccess;
 }
 
 Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm) {

@@ -123,6 +123,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     ARF_CUDA(cudaHostGetDevicePointer(&ctl_dev, ctl, 0));
     c->ctl_dev = static_cast<ControlWords*>(ctl_dev);
     ARF_CUDA(cudaDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, c->device));
+    ARF_CUDA(cudaEventCreateWithFlags(&c->last_call, cudaEventDisableTiming));
     return Status::kSuccess;
   }();
   const std::string alloc_error = alloc == Status::kSuccess ? "" : lastError();
@@ -317,6 +318,7 @@ Communicator::~Communicator() {
   if (workspace) cudaFree(workspace);
   if (scratch) cudaFree(scratch);
   if (ctl) cudaFreeHost(ctl);
+  if (last_call) cudaEventDestroy(last_call);
   (void)cudaGetLastError();
   if (prev >= 0) cudaSetDevice(prev);
 }

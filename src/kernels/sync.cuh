@@ -10,9 +10,10 @@
 //     2. __syncthreads(); one thread per peer does a system-scope *release* store of e into the
 //        peer's flags[phase][b][my rank]. bar.sync orders the block's payload stores before the
 //        release, and release at system scope makes them visible before the flag;
-//     3. one thread per peer spins on a system-scope *acquire* load of its own flags[phase][b][peer]
-//        until it reads >= e, then __syncthreads(); payload reads come after the acquire. Payload is
-//        read with ld.global.cg (L2 only), never through the non-coherent L1.
+//     3. one thread per peer spins on a system-scope relaxed load of its own flags[phase][b][peer]
+//        until it reads >= e, then issues a system-scope acquire fence and __syncthreads(); payload
+//        reads come after the fence. Payload is read with ld.global.cg (L2 only), never through
+//        the non-coherent L1.
 //   Buffer reuse ("data ready" vs "buffer free"): a peer's flag e is written after the peer finished
 //   every read of epoch e-1 (block b's steps run in order). With two slots, epoch e+1 overwrites the
 //   slot of epoch e-1, and a rank starts writing e+1 only after it saw every peer's flag e. So a
@@ -106,7 +107,12 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
         *flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
     unsigned long long start = 0;
     for (uint32_t polls = 1;; ++polls) {
-      if (static_cast<int32_t>(flag.load(cuda::std::memory_order_acquire) - epoch) >= 0) break;
+      // Poll relaxed; one acquire fence once the flag is seen (the PTX "acquire pattern"): an
+      // acquire load per poll would pay the fence on every iteration.
+      if (static_cast<int32_t>(flag.load(cuda::std::memory_order_relaxed) - epoch) >= 0) {
+        cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+        break;
+      }
       if ((polls & 255u) == 0) {
         const unsigned long long now = globalTimerNs();
         if (start == 0) start = now;
