@@ -26,8 +26,9 @@ std::string firstFailure(const std::vector<std::string>& errs) {
   return "";
 }
 
-// Host all-gather through NCCL on the rank's stream.
-std::function<void(const void*, void*, size_t)> ncclAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world) {
+}  // namespace
+
+std::function<void(const void*, void*, size_t)> ncclHostAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world) {
   return [=](const void* mine, void* all, size_t bytes) {
     void* d = nullptr;
     cudaMalloc(&d, bytes * world);
@@ -38,8 +39,6 @@ std::function<void(const void*, void*, size_t)> ncclAllGather(ncclComm_t nccl, c
     cudaFree(d);
   };
 }
-
-}  // namespace
 
 std::string runThreadsNccl(int world, const arfusion::Config& config, const Scenario& scenario, std::string* skip) {
   if (gpuCount() < world) {
@@ -61,7 +60,7 @@ std::string runThreadsNccl(int world, const arfusion::Config& config, const Scen
       ctx.device = r;
       ctx.nccl = ncomms[r];
       cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking);
-      ctx.allGather = ncclAllGather(ctx.nccl, ctx.stream, r, world);
+      ctx.allGather = ncclHostAllGather(ctx.nccl, ctx.stream, r, world);
       const arfusion::Status st = arfusion::commCreate(ctx.nccl, config, &ctx.comm);
       if (st != arfusion::Status::kSuccess) {
         errs[r] = std::string("commCreate: ") + arfusion::statusString(st) + ": " + arfusion::lastError();

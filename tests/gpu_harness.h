@@ -28,6 +28,8 @@ struct RankCtx {
 using Scenario = std::function<std::string(RankCtx&)>;
 
 int gpuCount();
+// Host all-gather among ranks through NCCL on `stream` (blocking).
+std::function<void(const void*, void*, size_t)> ncclHostAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world);
 // Runs `scenario` on `world` ranks as threads over NCCL (one GPU each). "" or the first failure
 // (prefixed by its rank). *skip gets a reason if the machine cannot run it.
 std::string runThreadsNccl(int world, const arfusion::Config& config, const Scenario& scenario, std::string* skip);

@@ -464,3 +464,47 @@ TEST(Validate, RandomizedArgumentsNeverBreakTheInvariants) {
   }
   EXPECT_GT(accepted, 100);  // the generator does reach the accepting side
 }
+
+// ---------------------------------------------------------------- tuning from measurements
+TEST(Tuning, TableFromMeasurementsPicksWinnersWithAMargin) {
+  // bytes, oneshot, twoshot, nccl (us): numbers shaped like the 2 x H200 sweep.
+  std::vector<SizeTiming> m = {
+      {16384, 8.8, 12.3, 10.2},     // one-shot by 16%
+      {131072, 9.8, 12.9, 10.7},    // one-shot by 9%
+      {262144, 12.7, 13.4, 12.9},   // one-shot by 1.6%: inside the 3% margin -> NCCL
+      {1048576, 28.6, 14.9, 17.3},  // two-shot
+      {4194304, 101.4, 23.4, 36.6}, // two-shot
+      {8388608, 209.2, 122.0, 58.7},  // NCCL
+  };
+  const AutoTable t = tableFromMeasurements(m, 0.03, "test");
+  ASSERT_EQ(t.rules.size(), 4u);
+  EXPECT_EQ(t.rules[0].max_bytes, 131072);
+  EXPECT_EQ(t.rules[0].strategy, Strategy::kOneShot);
+  EXPECT_EQ(t.rules[1].max_bytes, 262144);
+  EXPECT_EQ(t.rules[1].strategy, Strategy::kNccl);
+  EXPECT_EQ(t.rules[2].max_bytes, 4194304);
+  EXPECT_EQ(t.rules[2].strategy, Strategy::kTwoShot);
+  EXPECT_EQ(t.rules[3].max_bytes, INT64_MAX);
+  EXPECT_EQ(t.rules[3].strategy, Strategy::kNccl);
+  // And it survives the file round trip.
+  AutoTable back;
+  ASSERT_EQ(parseTuning(formatTuning(h200Pair(), t), "f", h200Pair(), &back), Status::kSuccess) << lastError();
+  EXPECT_EQ(back.rules.size(), t.rules.size());
+}
+
+TEST(Tuning, TableFromMeasurementsNeverTrustsWhatDidNotRun) {
+  const double nan = std::nan("");
+  std::vector<SizeTiming> m = {{8192, nan, nan, 9.0}, {65536, 5.0, nan, 9.0}, {1 << 20, nan, nan, nan}};
+  const AutoTable t = tableFromMeasurements(m, 0.03, "test");
+  ASSERT_EQ(t.rules.size(), 3u);
+  EXPECT_EQ(t.rules[0].strategy, Strategy::kNccl);
+  EXPECT_EQ(t.rules[1].strategy, Strategy::kOneShot);
+  EXPECT_EQ(t.rules[1].max_bytes, 65536);
+  EXPECT_EQ(t.rules.back().strategy, Strategy::kNccl);  // nothing measured above: NCCL
+  // Sizes come in any order.
+  std::vector<SizeTiming> shuffled = {{4 << 20, 90, 20, 40}, {8192, 5, 9, 9}};
+  const AutoTable u = tableFromMeasurements(shuffled, 0.03, "test");
+  ASSERT_EQ(u.rules.size(), 3u);
+  EXPECT_EQ(u.rules[0].strategy, Strategy::kOneShot);
+  EXPECT_EQ(u.rules[1].strategy, Strategy::kTwoShot);
+}

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "arfusion/testing.h"
 #include "gpu_harness.h"
 #include "reference.h"
 
@@ -245,4 +246,37 @@ TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {
       cudaFree(dg);
     }
   }
+}
+
+// ------------------------------------------------------------------ lifecycle
+// 200 create/destroy cycles of a 2-rank group (one GPU each where there are two) leave the free
+// device memory where it was after the first cycle (within 2 MiB: the allocator's own rounding).
+TEST(Lifecycle, CreateDestroy200TimesLeaksNoDeviceMemory) {
+  const int ngpu = gpuCount();
+  if (ngpu < 1) GTEST_SKIP() << "needs a GPU";
+  arfusion::Config cfg = testConfig();
+  cfg.workspace_bytes = size_t(8) << 20;
+  const int devs[2] = {0, ngpu > 1 ? 1 : 0};
+  auto cycle = [&]() -> bool {
+    std::vector<arfusion::Communicator*> comms;
+    if (arfusion::testing::createGroup(2, devs, cfg, &comms, 8) != Status::kSuccess) return false;
+    for (int r = 0; r < 2; ++r) {
+      cudaSetDevice(devs[r]);
+      if (arfusion::commDestroy(comms[r]) != Status::kSuccess) return false;
+    }
+    return true;
+  };
+  auto freeBytes = [&](int dev) {
+    size_t f = 0, t = 0;
+    cudaSetDevice(dev);
+    cudaDeviceSynchronize();
+    cudaMemGetInfo(&f, &t);
+    return f;
+  };
+  ASSERT_TRUE(cycle()) << arfusion::lastError();
+  const size_t base0 = freeBytes(devs[0]), base1 = freeBytes(devs[1]);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(cycle()) << "cycle " << i << ": " << arfusion::lastError();
+  const size_t slack = size_t(2) << 20;
+  EXPECT_GE(freeBytes(devs[0]) + slack, base0);
+  EXPECT_GE(freeBytes(devs[1]) + slack, base1);
 }

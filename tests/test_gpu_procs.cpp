@@ -71,17 +71,7 @@ int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, i
   g_ctx.device = rank;
   if (ncclCommInitRank(&g_ctx.nccl, world, id, rank) != ncclSuccess) return 4;
   cudaStreamCreateWithFlags(&g_ctx.stream, cudaStreamNonBlocking);
-  ncclComm_t nccl = g_ctx.nccl;
-  cudaStream_t stream = g_ctx.stream;
-  g_ctx.allGather = [=](const void* mine, void* all, size_t bytes) {
-    void* d = nullptr;
-    cudaMalloc(&d, bytes * world);
-    cudaMemcpyAsync(static_cast<char*>(d) + rank * bytes, mine, bytes, cudaMemcpyHostToDevice, stream);
-    ncclAllGather(static_cast<char*>(d) + rank * bytes, d, bytes, ncclUint8, nccl, stream);
-    cudaMemcpyAsync(all, d, bytes * world, cudaMemcpyDeviceToHost, stream);
-    cudaStreamSynchronize(stream);
-    cudaFree(d);
-  };
+  g_ctx.allGather = ncclHostAllGather(g_ctx.nccl, g_ctx.stream, rank, world);
   arfusion::Config cfg;
   cfg.timeout_seconds = 5;
   if (arfusion::commCreate(g_ctx.nccl, cfg, &g_ctx.comm) != arfusion::Status::kSuccess) {

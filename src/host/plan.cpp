@@ -89,6 +89,33 @@ std::string formatTuning(const Topology& t, const AutoTable& table) {
   return os.str();
 }
 
+AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, const std::string& source) {
+  std::sort(sizes.begin(), sizes.end(), [](const SizeTiming& a, const SizeTiming& b) { return a.bytes < b.bytes; });
+  AutoTable t;
+  t.source = source;
+  auto push = [&](int64_t max_bytes, Strategy s) {
+    if (!t.rules.empty() && t.rules.back().strategy == s) t.rules.back().max_bytes = max_bytes;
+    else t.rules.push_back({max_bytes, s});
+  };
+  for (const SizeTiming& m : sizes) {
+    Strategy best = Strategy::kNccl;
+    double best_us = m.us_nccl;
+    // NaN compares false: a strategy that did not run never wins; an NCCL time of NaN lets the
+    // fastest fused strategy win outright.
+    const bool no_nccl = !(m.us_nccl == m.us_nccl);
+    for (auto [s, us] : {std::pair<Strategy, double>{Strategy::kOneShot, m.us_oneshot}, {Strategy::kTwoShot, m.us_twoshot}}) {
+      if (!(us == us)) continue;
+      if ((no_nccl && best == Strategy::kNccl) || us * (1 + margin) < (best == Strategy::kNccl ? best_us : best_us * (1 + margin))) {
+        best = s;
+        best_us = us;
+      }
+    }
+    push(m.bytes, best);
+  }
+  push(kAll, Strategy::kNccl);
+  return t;
+}
+
 Status parseTuning(const std::string& text, const std::string& source, const Topology& t, AutoTable* out) {
   std::istringstream in(text);
   std::string line;

@@ -50,6 +50,18 @@ Status parseTuning(const std::string& text, const std::string& source, const Top
                    AutoTable* out);
 std::string formatTuning(const Topology& topo, const AutoTable& table);
 
+// One measured message size for tools/arfusion-tune: us per call of each strategy (max over
+// ranks), NaN where a strategy could not run.
+struct SizeTiming {
+  int64_t bytes = 0;
+  double us_oneshot = 0, us_twoshot = 0, us_nccl = 0;
+};
+// Turns measurements into rules. A fused strategy is chosen for a size only if it beats the NCCL
+// path by more than `margin` (0.03: 3%); each rule ends at the last measured size it won, sizes
+// between two measurements go to the rule of the larger one, and everything above the largest
+// measured size takes the NCCL path. Adjacent rules with the same strategy are merged.
+AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, const std::string& source);
+
 struct PlanInputs {
   Topology topo;
   Strategy strategy = Strategy::kAuto;        // Config or commSetStrategy
