@@ -37,6 +37,10 @@ class Group {
   Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden, bool eager = false);
   std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden);
   arfusion::Communicator* comm(int rank) const { return comms_[rank]; }
+  // Runs f on every rank at once, one thread per rank with its device current.
+  void onEach(const std::function<void(int rank, arfusion::Communicator*, cudaStream_t)>& f) {
+    onAll([&](int r) { f(r, comms_[r], streams_[r]); });
+  }
 
  private:
   void onAll(const std::function<void(int)>& f);

@@ -1,0 +1,161 @@
+// arfusion-decode-bench: a tensor-parallel transformer decode step in miniature, the number an
+// engine owner cares about. Per layer and rank: the attention-output GEMM [B x H/TP] x [H/TP x H],
+// allreduce + residual + RMSNorm, the MLP up/gate GEMM [B x H] x [H x 2I/TP], the down GEMM
+// [B x I/TP] x [I/TP x H], allreduce + residual + RMSNorm. GEMMs through cuBLAS (bf16, fp32
+// compute); attention itself is left out. One whole step (all layers) is captured in a CUDA graph
+// per path; step latency is the median of 5 replays, max over ranks; tokens/s = B / step.
+// Weights are one random set shared by all layers (far larger than L2, so every GEMM still streams
+// them from HBM).
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_harness.h"
+
+int main(int argc, char** argv) {
+  int64_t H = 8192, I = 28672;
+  int layers = 80;
+  std::vector<int64_t> batches = {1, 8, 32, 64, 128, 256};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--hidden" && i + 1 < argc) H = std::atoll(argv[++i]);
+    else if (a == "--intermediate" && i + 1 < argc) I = std::atoll(argv[++i]);
+    else if (a == "--layers" && i + 1 < argc) layers = std::atoi(argv[++i]);
+    else {
+      std::printf("usage: arfusion-decode-bench [--hidden 8192] [--intermediate 28672] [--layers 80]\n"
+                  "  Decode-step latency and tokens/s per path (NCCL path, Auto) for batch 1..256, TP = all GPUs.\n");
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
+    std::fprintf(stderr, "arfusion-decode-bench: needs 2+ GPUs, found %d\n", n);
+    return 1;
+  }
+  arfbench::Group g(n);
+  if (!g.error().empty()) {
+    std::fprintf(stderr, "arfusion-decode-bench: %s\n", g.error().c_str());
+    return 1;
+  }
+  const int tp = n;
+  if (H % tp || I % tp) {
+    std::fprintf(stderr, "arfusion-decode-bench: hidden and intermediate must divide by TP = %d\n", tp);
+    return 2;
+  }
+  const int64_t Bmax = *std::max_element(batches.begin(), batches.end());
+  const int64_t Hs = H / tp, Is = I / tp;
+  struct Rank {
+    cublasHandle_t blas = nullptr;
+    void* ws = nullptr;
+    void *wo = nullptr, *wup = nullptr, *wdown = nullptr, *gamma = nullptr;
+    void *attn = nullptr, *partial = nullptr, *residual = nullptr, *xnorm = nullptr, *up = nullptr;
+  };
+  std::vector<Rank> ranks(n);
+  std::vector<std::string> errs(n);
+  g.onEach([&](int r, arfusion::Communicator*, cudaStream_t s) {
+    Rank& k = ranks[r];
+    auto alloc = [&](void** p, int64_t elems) {
+      if (cudaMalloc(p, elems * 2) != cudaSuccess) errs[r] = "out of device memory";
+      else arfbench::fillRandom(*p, elems, arfusion::DType::kBFloat16, 77 * r + elems, s);
+    };
+    alloc(&k.wo, Hs * H);
+    alloc(&k.wup, H * 2 * Is);
+    alloc(&k.wdown, Is * H);
+    alloc(&k.gamma, H);
+    alloc(&k.attn, Bmax * Hs);
+    alloc(&k.partial, Bmax * H);
+    alloc(&k.residual, Bmax * H);
+    alloc(&k.xnorm, Bmax * H);
+    alloc(&k.up, Bmax * 2 * Is);
+    cudaMalloc(&k.ws, size_t(32) << 20);
+    cublasCreate(&k.blas);
+    cublasSetStream(k.blas, s);
+    cublasSetWorkspace(k.blas, k.ws, size_t(32) << 20);
+    cudaStreamSynchronize(s);
+  });
+  for (auto& e : errs)
+    if (!e.empty()) {
+      std::fprintf(stderr, "arfusion-decode-bench: %s\n", e.c_str());
+      return 1;
+    }
+  const float alpha = 1.f, beta = 0.f;
+  // Row-major C[B x N] = A[B x K] * W[K x N] is column-major C^T = W^T * A^T.
+  auto gemm = [&](cublasHandle_t h, const void* A, int64_t lda, const void* W, void* C, int64_t B, int64_t K, int64_t N) {
+    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, int(N), int(B), int(K), &alpha, W, CUDA_R_16BF, int(N), A, CUDA_R_16BF,
+                        int(lda), &beta, C, CUDA_R_16BF, int(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  struct PathDef {
+    const char* name;
+    arfusion::Strategy s;
+  } paths[] = {{"nccl_path", arfusion::Strategy::kNccl}, {"auto", arfusion::Strategy::kAuto}};
+  std::printf("arfusion-decode-bench: %s x %d (TP %d), hidden %lld, intermediate %lld, %d layers, bf16, CUDA graph per step\n",
+              g.deviceName().c_str(), n, tp, (long long)H, (long long)I, layers);
+  std::printf("%6s  %12s %12s  %12s %12s  %8s\n", "batch", "nccl_path_us", "tok/s", "auto_us", "tok/s", "speedup");
+  for (int64_t B : batches) {
+    double step_us[2] = {0, 0};
+    for (int p = 0; p < 2; ++p) {
+      std::vector<double> per_rank(n, 0);
+      g.onEach([&](int r, arfusion::Communicator* comm, cudaStream_t s) {
+        Rank& k = ranks[r];
+        arfusion::commSetStrategy(comm, paths[p].s, arfusion::SyncMode::kAuto);
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+        bool ok = true;
+        for (int l = 0; l < layers && ok; ++l) {
+          ok &= gemm(k.blas, k.attn, Hs, k.wo, k.partial, B, Hs, H) == CUBLAS_STATUS_SUCCESS;
+          ok &= arfusion::allReduceAddRMSNorm(comm, k.partial, k.residual, k.residual, k.gamma, k.xnorm, B, H,
+                                              arfusion::DType::kBFloat16, 1e-6f, s) == arfusion::Status::kSuccess;
+          ok &= gemm(k.blas, k.xnorm, H, k.wup, k.up, B, H, 2 * Is) == CUBLAS_STATUS_SUCCESS;
+          ok &= gemm(k.blas, k.up, 2 * Is, k.wdown, k.partial, B, Is, H) == CUBLAS_STATUS_SUCCESS;
+          ok &= arfusion::allReduceAddRMSNorm(comm, k.partial, k.residual, k.residual, k.gamma, k.xnorm, B, H,
+                                              arfusion::DType::kBFloat16, 1e-6f, s) == arfusion::Status::kSuccess;
+        }
+        cudaStreamEndCapture(s, &graph);
+        if (!ok || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) {
+          errs[r] = std::string("capture failed: ") + arfusion::lastError();
+          return;
+        }
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        std::vector<float> t;
+        for (int rep = -1; rep < 5; ++rep) {
+          cudaEventRecord(e0, s);
+          cudaGraphLaunch(exec, s);
+          cudaEventRecord(e1, s);
+          cudaEventSynchronize(e1);
+          float ms = 0;
+          cudaEventElapsedTime(&ms, e0, e1);
+          if (rep >= 0) t.push_back(ms * 1000.f);
+        }
+        std::sort(t.begin(), t.end());
+        per_rank[r] = t[t.size() / 2];
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        arfusion::commSetStrategy(comm, arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto);
+      });
+      for (auto& e : errs)
+        if (!e.empty()) {
+          std::fprintf(stderr, "arfusion-decode-bench: %s\n", e.c_str());
+          return 1;
+        }
+      step_us[p] = *std::max_element(per_rank.begin(), per_rank.end());
+    }
+    std::printf("%6lld  %12.1f %12.0f  %12.1f %12.0f  %7.3fx\n", (long long)B, step_us[0], B / (step_us[0] * 1e-6), step_us[1],
+                B / (step_us[1] * 1e-6), step_us[0] / step_us[1]);
+  }
+  g.onEach([&](int r, arfusion::Communicator*, cudaStream_t) {
+    Rank& k = ranks[r];
+    cublasDestroy(k.blas);
+    for (void* p : {k.ws, k.wo, k.wup, k.wdown, k.gamma, k.attn, k.partial, k.residual, k.xnorm, k.up}) cudaFree(p);
+  });
+  return 0;
+}
