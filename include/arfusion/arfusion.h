@@ -17,8 +17,14 @@
 //   * The CUDA stream is the last argument. Calls are asynchronous like any kernel launch and can be
 //     captured into CUDA graphs; pointers captured into a graph must stay valid while it is replayed.
 //   * Collective: every rank of the communicator makes the same calls, in the same order, with the
-//     same shapes, dtypes and strategy settings. A rank that skips a call or passes another shape
-//     makes its peers wait: they give up after Config::timeout_seconds and report Status::kTimeout.
+//     same shapes, dtypes and strategy settings, from one host thread at a time. Calls pair up by
+//     their order on each rank. A rank that skips a call and makes no further call leaves its peers
+//     waiting: they give up after Config::timeout_seconds and report Status::kTimeout. But a rank
+//     that skips a call (or whose call is rejected by argument checks that only it fails, such as
+//     a host pointer on that rank alone) and then makes its next call within the timeout pairs that
+//     call with its peers' previous one: both produce wrong results without an error (not yet
+//     detected, see README "Known limits"). The same holds for ranks that pass different hidden
+//     sizes or dtypes that happen to give the same grid.
 //   * One call in flight per communicator. Eager calls are made safe: a call on another stream
 //     than the previous call waits for it (cudaStreamWaitEvent), so alternating streams is
 //     correct, just serialised. Inside CUDA-graph capture that ordering is the caller's: do not

@@ -119,13 +119,15 @@ Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
   ARF_TRY(checkHealth());
   DeviceGuard guard(device);
   if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
+  std::lock_guard<std::mutex> lock(call_mu);
   Plan p;
   ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op}, &p));
-  std::lock_guard<std::mutex> lock(call_mu);
-  // One call in flight per communicator: an eager call on another stream than the last one first
-  // waits for the last call (two calls in flight would share epochs and slots and could wait on
-  // each other forever). Inside a capture this ordering is the caller's (header, "Conventions").
-  if (!capturing && has_last_call && stream != last_stream) ARF_CUDA(cudaStreamWaitEvent(stream, last_call, 0));
+  // One call in flight per communicator: an eager call first waits for the previous one, on
+  // whatever stream it ran (two calls in flight would share epochs and slots and could wait on
+  // each other forever). Unconditional: a stream handle can be reused after its stream was
+  // destroyed, and on the same stream the wait costs nothing. Inside a capture this ordering is
+  // the caller's (header, "Conventions").
+  if (!capturing && has_last_call) ARF_CUDA(cudaStreamWaitEvent(stream, last_call, 0));
   ARF_TRY(runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream));
   if (!capturing) {
     ARF_CUDA(cudaEventRecord(last_call, stream));
@@ -143,11 +145,12 @@ Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm) {
   std::unique_ptr<detail::Bootstrap> boot;
   ARF_TRY(detail::makeNcclBootstrap(nccl, &boot));
   int nccl_dev = -1, cur = -1;
-  ARF_NCCL(ncclCommCuDevice(nccl, &nccl_dev));
-  ARF_CUDA(cudaGetDevice(&cur));
-  if (cur != nccl_dev)
-    return detail::failf(Status::kInvalidArgument, "current CUDA device %d is not the NCCL communicator's device %d", cur, nccl_dev);
-  return detail::createCommunicator(std::move(boot), nccl, config, comm);
+  std::string pre_error;
+  if (ncclCommCuDevice(nccl, &nccl_dev) != ncclSuccess || cudaGetDevice(&cur) != cudaSuccess)
+    pre_error = "cannot query the NCCL communicator's device or the current device";
+  else if (cur != nccl_dev)
+    pre_error = "current CUDA device " + std::to_string(cur) + " is not the NCCL communicator's device " + std::to_string(nccl_dev);
+  return detail::createCommunicator(std::move(boot), nccl, config, comm, 0, pre_error);
 }
 
 Status commDestroy(Communicator* comm) {
@@ -192,6 +195,7 @@ Status commSetStrategy(Communicator* comm, Strategy strategy, SyncMode sync_mode
   ARF_TRY(checkComm(comm));
   if (static_cast<unsigned>(strategy) > 3 || static_cast<unsigned>(sync_mode) > 2)
     return detail::fail(Status::kInvalidArgument, "strategy or sync_mode is not a valid enum value");
+  std::lock_guard<std::mutex> lock(comm->call_mu);
   comm->strategy = strategy;
   comm->sync = sync_mode;
   return Status::kSuccess;
@@ -204,6 +208,8 @@ Status plan(const Communicator* comm, const Shape& shape, Plan* out) {
   if (shape.tokens < 1 || shape.hidden < 1 || shape.hidden > detail::kMaxHidden || static_cast<unsigned>(shape.dtype) > 2 ||
       static_cast<unsigned>(shape.op) > 2)
     return detail::fail(Status::kInvalidArgument, "shape has tokens < 1, hidden outside [1, 65536], or a bad dtype/op");
+  if (shape.tokens > (int64_t(1) << 40) / shape.hidden) return detail::fail(Status::kInvalidArgument, "tokens x hidden is too large");
+  std::lock_guard<std::mutex> lock(const_cast<Communicator*>(comm)->call_mu);
   return detail::makePlan(comm->planInputs(), shape, out);
 }
 

@@ -24,7 +24,10 @@ namespace {
 
 // What each rank tells the others at creation. Fixed size: exchanged with allGather.
 struct PeerInfo {
-  int32_t ok;  // this rank's allocation succeeded
+  int32_t ok;        // this rank's setup up to the exchange succeeded
+  char why[160];     // if not, why
+  uint64_t workspace_bytes;
+  int32_t strategy, sync_mode, self_check;
   uint64_t host_hash;
   int32_t pid;
   int32_t device;  // ordinal in its own process
@@ -78,39 +81,39 @@ Status agree(Bootstrap& boot, bool ok, const std::string& why, bool* all_ok, std
 }  // namespace
 
 Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, const Config& config_in,
-                          Communicator** out, int max_blocks_cap) {
-  if (config_in.version != kConfigVersion)
-    return failf(Status::kInvalidArgument, "Config::version is %u, this library expects %u", config_in.version, kConfigVersion);
+                          Communicator** out, int max_blocks_cap, const std::string& pre_error) {
   std::unique_ptr<Communicator> c(new Communicator());
-  c->config = config_in;
-  if (config_in.tuning_file) {
-    c->tuning_file_storage = config_in.tuning_file;
-    c->config.tuning_file = c->tuning_file_storage.c_str();
-  }
-  if (c->config.read_env) ARF_TRY(applyEnv(processEnv(), &c->config, &c->tuning_file_storage));
-  const Config& cfg = c->config;
-  if (cfg.timeout_seconds <= 0 || !(cfg.timeout_seconds < 1e9))
-    return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
-  if (cfg.workspace_bytes < (size_t(1) << 20))
-    return failf(Status::kInvalidArgument, "workspace_bytes must be >= 1 MiB (got %zu)", cfg.workspace_bytes);
-  if (static_cast<unsigned>(cfg.strategy) > 3 || static_cast<unsigned>(cfg.sync_mode) > 2)
-    return fail(Status::kInvalidArgument, "Config::strategy or sync_mode is not a valid enum value");
-
   c->nccl = nccl;
   c->rank = boot->rank();
   c->world = boot->world();
-  c->strategy = cfg.strategy;
-  c->sync = cfg.sync_mode;
-  if (c->world < 1 || c->world > kMaxRanks)
-    return failf(Status::kNotSupported, "world size %d: arfusion supports 1..%d ranks", c->world, kMaxRanks);
-  ARF_CUDA(cudaGetDevice(&c->device));
   cudaDeviceProp prop{};
-  ARF_CUDA(cudaGetDeviceProperties(&prop, c->device));
-
-  // Workspace and control words. A local failure here is still exchanged below, so that no rank
-  // goes on to wait for a rank that already gave up.
   PeerInfo me{};
-  const Status alloc = [&]() -> Status {
+  // Everything up to the first exchange may fail on one rank only (a bad environment variable in
+  // one process, an allocation failure): the failure is carried into the exchange, so every rank
+  // learns it and fails the same way instead of waiting for a rank that already gave up.
+  const Status local = [&]() -> Status {
+    if (!pre_error.empty()) return fail(Status::kInvalidArgument, pre_error);
+    if (config_in.version != kConfigVersion)
+      return failf(Status::kInvalidArgument, "Config::version is %u, this library expects %u", config_in.version, kConfigVersion);
+    c->config = config_in;
+    if (config_in.tuning_file) {
+      c->tuning_file_storage = config_in.tuning_file;
+      c->config.tuning_file = c->tuning_file_storage.c_str();
+    }
+    if (c->config.read_env) ARF_TRY(applyEnv(processEnv(), &c->config, &c->tuning_file_storage));
+    const Config& cfg = c->config;
+    if (cfg.timeout_seconds <= 0 || !(cfg.timeout_seconds < 1e9))
+      return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
+    if (cfg.workspace_bytes < (size_t(1) << 20))
+      return failf(Status::kInvalidArgument, "workspace_bytes must be >= 1 MiB (got %zu)", cfg.workspace_bytes);
+    if (static_cast<unsigned>(cfg.strategy) > 3 || static_cast<unsigned>(cfg.sync_mode) > 2)
+      return fail(Status::kInvalidArgument, "Config::strategy or sync_mode is not a valid enum value");
+    if (c->world < 1 || c->world > kMaxRanks)
+      return failf(Status::kNotSupported, "world size %d: arfusion supports 1..%d ranks", c->world, kMaxRanks);
+    c->strategy = cfg.strategy;
+    c->sync = cfg.sync_mode;
+    ARF_CUDA(cudaGetDevice(&c->device));
+    ARF_CUDA(cudaGetDeviceProperties(&prop, c->device));
     const size_t ws_total = WorkspaceLayout::total(cfg.workspace_bytes);
     ARF_CUDA(cudaMalloc(&c->workspace, ws_total));
     ARF_CUDA(cudaMemset(c->workspace, 0, WorkspaceLayout::kDataOffset));
@@ -124,12 +127,22 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     c->ctl_dev = static_cast<ControlWords*>(ctl_dev);
     ARF_CUDA(cudaDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, c->device));
     ARF_CUDA(cudaEventCreateWithFlags(&c->last_call, cudaEventDisableTiming));
+    if (nccl) {
+      c->scratch_bytes = size_t(8) << 20;
+      ARF_CUDA(cudaMalloc(&c->scratch, c->scratch_bytes));
+    }
     return Status::kSuccess;
   }();
-  const std::string alloc_error = alloc == Status::kSuccess ? "" : lastError();
+  const std::string local_error = local == Status::kSuccess ? "" : lastError();
+  const Config& cfg = c->config;
 
-  // Exchange who and where everyone is.
-  me.ok = alloc == Status::kSuccess;
+  // Exchange who and where everyone is, and the settings that must agree.
+  me.ok = local == Status::kSuccess;
+  std::snprintf(me.why, sizeof me.why, "%s", local_error.c_str());
+  me.workspace_bytes = cfg.workspace_bytes;
+  me.strategy = static_cast<int32_t>(cfg.strategy);
+  me.sync_mode = static_cast<int32_t>(cfg.sync_mode);
+  me.self_check = cfg.self_check ? 1 : 0;
   me.host_hash = hostHash();
   me.pid = static_cast<int32_t>(getpid());
   me.device = c->device;
@@ -141,9 +154,22 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   me.base = reinterpret_cast<uint64_t>(c->workspace);
   std::vector<PeerInfo> peers(c->world);
   ARF_TRY(boot->allGather(&me, peers.data(), sizeof(PeerInfo)));
-  if (!me.ok) return fail(alloc, alloc_error);
+  if (!me.ok) return fail(local, local_error);
   for (int r = 0; r < c->world; ++r)
-    if (!peers[r].ok) return failf(Status::kCudaError, "rank %d failed to allocate its workspace", r);
+    if (!peers[r].ok) return failf(Status::kInvalidArgument, "rank %d failed to create its communicator: %s", r, peers[r].why);
+  // Workspace size (region addressing on peers), strategy, sync mode and self-check (what kernels
+  // wait for) must be the same everywhere: a rank with a larger workspace would write past a
+  // peer's allocation.
+  for (int r = 0; r < c->world; ++r) {
+    const PeerInfo& p = peers[r];
+    if (p.workspace_bytes != me.workspace_bytes || p.strategy != me.strategy || p.sync_mode != me.sync_mode ||
+        p.self_check != me.self_check)
+      return failf(Status::kInvalidArgument,
+                   "ranks disagree on settings (rank %d: workspace %llu B, strategy %d, sync %d, self_check %d; rank %d: "
+                   "%llu B, %d, %d, %d): Config and ARFUSION_* must be the same on every rank",
+                   r, (unsigned long long)p.workspace_bytes, p.strategy, p.sync_mode, p.self_check, c->rank,
+                   (unsigned long long)me.workspace_bytes, me.strategy, me.sync_mode, me.self_check);
+  }
 
   Topology& t = c->topo;
   t.world = c->world;
@@ -181,7 +207,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     }
     if (peer_dev[r] == c->device) continue;  // several ranks on one GPU (tests)
     int can = 0;
-    ARF_CUDA(cudaDeviceCanAccessPeer(&can, c->device, peer_dev[r]));
+    if (cudaDeviceCanAccessPeer(&can, c->device, peer_dev[r]) != cudaSuccess) (void)cudaGetLastError(), can = 0;
     if (!can) {
       local_ok = false;
       local_why = "no peer access from GPU " + std::string(me.bus_id) + " to " + p.bus_id;
@@ -189,7 +215,8 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     }
     // NVLink vs PCIe: native peer atomics are an NVLink (or C2C) property; PCIe peers lack them.
     int atomics = 0;
-    ARF_CUDA(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, c->device, peer_dev[r]));
+    if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, c->device, peer_dev[r]) != cudaSuccess)
+      (void)cudaGetLastError(), atomics = 0;
     (atomics ? any_nvlink : any_pcie) = true;
   }
   if (c->world > 1 && !t.mixed_arch && kernelImageCheck() != cudaSuccess) {
@@ -264,11 +291,6 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   d.rank = c->rank;
   d.world = c->world;
   d.max_blocks = t.max_blocks;
-
-  if (nccl) {
-    c->scratch_bytes = size_t(8) << 20;
-    ARF_CUDA(cudaMalloc(&c->scratch, c->scratch_bytes));
-  }
 
   // Auto table: the tuning file only if every rank loaded the same one.
   c->table = builtinTable(t);

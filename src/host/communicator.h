@@ -42,8 +42,10 @@ struct ControlWords {
 
 // max_blocks_cap > 0 caps the fused grid below the SM count (test groups that put several ranks on
 // one GPU need every rank's blocks resident at once).
+// pre_error: a failure the caller found before creation (e.g. the wrong current device); it is
+// exchanged like any other, so every rank fails together instead of one waiting for the others.
 Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, const Config& config,
-                          Communicator** out, int max_blocks_cap = 0);
+                          Communicator** out, int max_blocks_cap = 0, const std::string& pre_error = "");
 
 }  // namespace detail
 

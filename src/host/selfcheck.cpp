@@ -9,6 +9,8 @@
 //     incident in the README, shows up here rather than in production).
 // The outcome (any mismatch, max times over ranks) is exchanged, so every rank takes the same
 // decision. On failure the communicator uses FlagBarrier for Auto, logs a warning and plan() says why.
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -26,6 +28,8 @@ struct Outcome {
   int32_t mismatches;
   float us_griddep;
   float us_flag;
+  int32_t failed;
+  char why[160];
 };
 
 struct DeviceBuffers {
@@ -42,7 +46,11 @@ struct DeviceBuffers {
 
 }  // namespace
 
-Status selfCheck(Communicator* c) {
+namespace {
+
+// The local part: returns an error only for a failure of the check itself (CUDA error, peer
+// timeout); wrong results and timings go into *mine.
+Status runLocal(Communicator* c, Outcome* mine) {
   const int64_t tokens = 8, hidden = 2048;
   const size_t bytes = tokens * hidden * 2;
   Shape shape{tokens, hidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm};
@@ -55,12 +63,24 @@ Status selfCheck(Communicator* c) {
   DeviceBuffers buf;
   void *input, *residual, *gamma, *res_a, *norm_a, *res_b, *norm_b;
   for (void** p : {&input, &residual, &gamma, &res_a, &norm_a, &res_b, &norm_b}) ARF_TRY(buf.alloc(p, bytes));
-  cudaStream_t stream;
-  ARF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } guard{stream};
+  // Every CUDA object of the check is released on every path.
+  struct Resources {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t e0 = nullptr, e1 = nullptr;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ~Resources() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+      if (e0) cudaEventDestroy(e0);
+      if (e1) cudaEventDestroy(e1);
+      if (stream) cudaStreamDestroy(stream);
+    }
+  } res;
+  ARF_CUDA(cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking));
+  ARF_CUDA(cudaEventCreate(&res.e0));
+  ARF_CUDA(cudaEventCreate(&res.e1));
+  const cudaStream_t stream = res.stream;
   ARF_CUDA(launchDelayedFill(residual, tokens * hidden, c->rank + 100, 1, 0, stream));
   ARF_CUDA(launchDelayedFill(gamma, hidden, 7, 2, 0, stream));
 
@@ -77,7 +97,6 @@ Status selfCheck(Communicator* c) {
     a.op = Op::kAllReduceAddRMSNorm;
     return a;
   };
-  Outcome mine{};
   std::vector<char> ha(bytes * 2), hb(bytes * 2);
   for (uint32_t gen = 1; gen <= 4; ++gen) {
     for (int mode = 0; mode < 2; ++mode) {
@@ -95,49 +114,56 @@ Status selfCheck(Communicator* c) {
     ARF_CUDA(cudaMemcpy(ha.data() + bytes, norm_a, bytes, cudaMemcpyDeviceToHost));
     ARF_CUDA(cudaMemcpy(hb.data(), res_b, bytes, cudaMemcpyDeviceToHost));
     ARF_CUDA(cudaMemcpy(hb.data() + bytes, norm_b, bytes, cudaMemcpyDeviceToHost));
-    if (std::memcmp(ha.data(), hb.data(), ha.size()) != 0) ++mine.mismatches;
+    if (std::memcmp(ha.data(), hb.data(), ha.size()) != 0) ++mine->mismatches;
   }
 
   // Speed: graphs of 32 calls per mode.
-  cudaEvent_t e0, e1;
-  ARF_CUDA(cudaEventCreate(&e0));
-  ARF_CUDA(cudaEventCreate(&e1));
   for (int mode = 0; mode < 2; ++mode) {
     plan.sync_mode = mode == 0 ? SyncMode::kGridDependency : SyncMode::kFlagBarrier;
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
     ARF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < 32; ++i) {
-      const Status st = c->runPlanned(args(res_a, norm_a), DType::kBFloat16, true, plan, stream);
-      if (st != Status::kSuccess) {
-        cudaStreamEndCapture(stream, &graph);
-        return st;
-      }
-    }
-    ARF_CUDA(cudaStreamEndCapture(stream, &graph));
-    ARF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    Status st = Status::kSuccess;
+    for (int i = 0; i < 32 && st == Status::kSuccess; ++i)
+      st = c->runPlanned(args(res_a, norm_a), DType::kBFloat16, true, plan, stream);
+    const cudaError_t end = cudaStreamEndCapture(stream, &res.graph);
+    ARF_TRY(st);
+    ARF_CUDA(end);
+    ARF_CUDA(cudaGraphInstantiate(&res.exec, res.graph, 0));
     float best = 1e30f;
     for (int rep = 0; rep < 4; ++rep) {
-      ARF_CUDA(cudaEventRecord(e0, stream));
-      ARF_CUDA(cudaGraphLaunch(exec, stream));
-      ARF_CUDA(cudaEventRecord(e1, stream));
-      ARF_CUDA(cudaEventSynchronize(e1));
+      ARF_CUDA(cudaEventRecord(res.e0, stream));
+      ARF_CUDA(cudaGraphLaunch(res.exec, stream));
+      ARF_CUDA(cudaEventRecord(res.e1, stream));
+      ARF_CUDA(cudaEventSynchronize(res.e1));
       float ms = 0;
-      ARF_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      ARF_CUDA(cudaEventElapsedTime(&ms, res.e0, res.e1));
       if (rep > 0 && ms < best) best = ms;
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    (mode == 0 ? mine.us_griddep : mine.us_flag) = best * 1000.f / 32;
+    cudaGraphExecDestroy(res.exec);
+    cudaGraphDestroy(res.graph);
+    res.exec = nullptr;
+    res.graph = nullptr;
+    (mode == 0 ? mine->us_griddep : mine->us_flag) = best * 1000.f / 32;
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  ARF_TRY(c->checkHealth());
+  return c->checkHealth();
+}
 
+}  // namespace
+
+Status selfCheck(Communicator* c) {
+  Outcome mine{};
+  // Every rank reaches the exchange below, also after a local failure, so that no rank is left
+  // waiting in it; a failure anywhere then fails creation on every rank with the same message.
+  const Status local = runLocal(c, &mine);
+  if (local != Status::kSuccess) {
+    mine.failed = 1;
+    std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
+  }
   std::vector<Outcome> all(c->world);
   ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(Outcome)));
   int mismatches = 0;
   float gd = 0, fl = 0;
+  for (int r = 0; r < c->world; ++r)
+    if (all[r].failed) return failf(Status::kInternalError, "self-check failed on rank %d: %s", r, all[r].why);
   for (const Outcome& o : all) {
     mismatches += o.mismatches;
     gd = std::max(gd, o.us_griddep);

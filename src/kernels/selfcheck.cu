@@ -1,8 +1,9 @@
 // Helper kernels of the creation-time self-check (src/host/selfcheck.cpp).
 //
-// delayedFill: every thread spins for delay_ns of %globaltimer, then writes a pattern that depends
-// on (rank, generation). A GridDependency kernel launched right after it must see the new pattern;
-// one that read its input before the grid dependency resolved would see the previous generation.
+// delayedFill: triggers its dependents at once, then every thread spins for delay_ns of
+// %globaltimer and writes a pattern that depends on (rank, generation). A GridDependency kernel
+// launched right after it starts early and must see the new pattern; one that read its input
+// before the grid dependency resolved would see the previous generation.
 #include <cuda_bf16.h>
 
 #include "sync.cuh"
@@ -11,6 +12,9 @@ namespace arfusion::detail {
 namespace {
 
 __global__ void delayedFill(__nv_bfloat16* buf, int64_t n, int rank, uint32_t gen, unsigned long long delay_ns) {
+  // Let a programmatic dependent launch right away, so that a GridDependency kernel after this one
+  // runs concurrently and must rely on its grid-dependency wait to see the new input.
+  cudaTriggerProgrammaticLaunchCompletion();
   const unsigned long long start = globalTimerNs();
   while (globalTimerNs() - start < delay_ns) {
   }
