@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@ using namespace arftest;
 namespace {
 RankCtx g_ctx;
 std::string g_skip;
+bool g_peer_killed = false;  // set by the last test: NCCL must then be aborted, not destroyed
 
 #define NEED_RANKS() \
   if (!g_skip.empty()) GTEST_SKIP() << g_skip
@@ -46,6 +48,32 @@ TEST(Processes, Soak) {
 TEST(Processes, BadInput) {
   NEED_RANKS();
   EXPECT_EQ(scenarioBadInput(g_ctx), "");
+}
+
+// Must stay the last test: rank 1 dies (SIGKILL, as if the process were killed mid-run); rank 0's
+// next call must end with kTimeout within the bound, and teardown must not hang (NCCL is aborted,
+// not destroyed, after this). The parent accepts rank 1's SIGKILL only when rank 0 passed.
+TEST(Processes, ZzKilledPeerTimesOut) {
+  NEED_RANKS();
+  g_peer_killed = true;
+  if (g_ctx.rank == 1) raise(SIGKILL);
+  const int64_t T = 4, H = 4096;
+  const size_t s = T * H * 2;
+  void* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, s * 5), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf, 0, s * 5), cudaSuccess);
+  char* b = static_cast<char*>(buf);
+  ASSERT_EQ(arfusion::commSetStrategy(g_ctx.comm, arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier), arfusion::Status::kSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(arfusion::allReduceAddRMSNorm(g_ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, arfusion::DType::kBFloat16,
+                                          1e-6f, g_ctx.stream),
+            arfusion::Status::kSuccess);
+  cudaStreamSynchronize(g_ctx.stream);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(arfusion::commGetAsyncError(g_ctx.comm), arfusion::Status::kTimeout);
+  EXPECT_LT(secs, 30.0);
+  std::printf("killed peer: rank 0 reported %s after %.2f s\n", arfusion::statusString(arfusion::commGetAsyncError(g_ctx.comm)), secs);
+  cudaFree(buf);
 }
 
 namespace {
@@ -80,7 +108,8 @@ int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, i
   }
   const int rc = RUN_ALL_TESTS();
   arfusion::commDestroy(g_ctx.comm);
-  ncclCommDestroy(g_ctx.nccl);
+  if (g_peer_killed) ncclCommAbort(g_ctx.nccl);
+  else ncclCommDestroy(g_ctx.nccl);
   return rc;
 }
 
@@ -113,7 +142,8 @@ int main(int argc, char** argv) {
       if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
         finished[r] = true;
         ++done;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+        const bool killed_on_purpose = r != 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        if (!killed_on_purpose && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) rc = 1;
       }
     }
     if (done < pids.size() && tick > 10 * 1200) {  // 1200 s
