@@ -218,59 +218,31 @@ Status allReduceAddRMSNorm(Communicator* comm, const void* input, const void* re
                            cudaStream_t stream) {
   detail::clearError();
   ARF_TRY(checkComm(comm));
-  RowArgs a;
-  a.input = input;
-  a.residual_in = residual_in;
-  a.residual_out = residual_out;
-  a.gamma = gamma;
-  a.out = norm_out;
-  a.tokens = tokens;
-  a.hidden = hidden;
-  a.eps = eps;
-  a.op = Op::kAllReduceAddRMSNorm;
-  return comm->run(a, dtype, stream);
+  return comm->run(detail::makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual_in, residual_out, gamma, norm_out, tokens,
+                                       hidden, eps),
+                   dtype, stream);
 }
 
 Status allReduceAdd(Communicator* comm, const void* input, const void* residual_in, void* residual_out, int64_t tokens,
                     int64_t hidden, DType dtype, cudaStream_t stream) {
   detail::clearError();
   ARF_TRY(checkComm(comm));
-  RowArgs a;
-  a.input = input;
-  a.residual_in = residual_in;
-  a.residual_out = residual_out;
-  a.tokens = tokens;
-  a.hidden = hidden;
-  a.op = Op::kAllReduceAdd;
-  return comm->run(a, dtype, stream);
+  return comm->run(detail::makeRowArgs(Op::kAllReduceAdd, input, residual_in, residual_out, nullptr, nullptr, tokens, hidden, 0.f),
+                   dtype, stream);
 }
 
 Status allReduce(Communicator* comm, const void* input, void* out, int64_t tokens, int64_t hidden, DType dtype,
                  cudaStream_t stream) {
   detail::clearError();
   ARF_TRY(checkComm(comm));
-  RowArgs a;
-  a.input = input;
-  a.out = out;
-  a.tokens = tokens;
-  a.hidden = hidden;
-  a.op = Op::kAllReduce;
-  return comm->run(a, dtype, stream);
+  return comm->run(detail::makeRowArgs(Op::kAllReduce, input, nullptr, nullptr, nullptr, out, tokens, hidden, 0.f), dtype, stream);
 }
 
 Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, const void* gamma, void* norm_out,
                   int64_t tokens, int64_t hidden, DType dtype, float eps, cudaStream_t stream) {
   detail::clearError();
-  RowArgs a;
-  a.input = x;
-  a.residual_in = residual_in;
-  a.residual_out = residual_out;
-  a.gamma = gamma;
-  a.out = norm_out;
-  a.tokens = tokens;
-  a.hidden = hidden;
-  a.eps = eps;
-  a.op = Op::kAllReduceAddRMSNorm;
+  const RowArgs a =
+      detail::makeRowArgs(Op::kAllReduceAddRMSNorm, x, residual_in, residual_out, gamma, norm_out, tokens, hidden, eps);
   // x may be norm_out here (the NCCL path normalises in place); the collectives forbid it.
   ARF_TRY(detail::validateArgs(a, dtype, /*input_may_be_out=*/true));
   int device = 0;

@@ -85,17 +85,7 @@ Status runLocal(Communicator* c, Outcome* mine) {
   ARF_CUDA(launchDelayedFill(gamma, hidden, 7, 2, 0, stream));
 
   auto args = [&](void* res_out, void* norm_out) {
-    RowArgs a;
-    a.input = input;
-    a.residual_in = residual;
-    a.residual_out = res_out;
-    a.gamma = gamma;
-    a.out = norm_out;
-    a.tokens = tokens;
-    a.hidden = hidden;
-    a.eps = 1e-6f;
-    a.op = Op::kAllReduceAddRMSNorm;
-    return a;
+    return makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual, res_out, gamma, norm_out, tokens, hidden, 1e-6f);
   };
   std::vector<char> ha(bytes * 2), hb(bytes * 2);
   for (uint32_t gen = 1; gen <= 4; ++gen) {

@@ -51,6 +51,21 @@ struct RowArgs {
   Op op = Op::kAllReduceAddRMSNorm;
 };
 
+inline RowArgs makeRowArgs(Op op, const void* input, const void* residual_in, void* residual_out, const void* gamma,
+                          void* out, int64_t tokens, int64_t hidden, float eps) {
+  RowArgs a;
+  a.input = input;
+  a.residual_in = residual_in;
+  a.residual_out = residual_out;
+  a.gamma = gamma;
+  a.out = out;
+  a.tokens = tokens;
+  a.hidden = hidden;
+  a.eps = eps;
+  a.op = op;
+  return a;
+}
+
 // Grid decisions of a fused call; identical on all ranks (derived from the shape and from values
 // agreed at creation), since they decide which flags each block waits for.
 struct FusedLaunch {
