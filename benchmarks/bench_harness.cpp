@@ -186,7 +186,6 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
     for (int r = 0; r < world_; ++r) rep_max[i] = std::max<double>(rep_max[i], per_rank[r][i]);
   std::sort(rep_max.begin(), rep_max.end());
   out.us = rep_max[reps / 2];
-  out.us_spread = rep_max.back() - rep_max.front();
   return out;
 }
 

@@ -19,7 +19,6 @@ const char* pathName(Path p);
 
 struct Timing {
   double us = 0;          // median per call, max over ranks
-  double us_spread = 0;   // (max - min) of the repeats' per-call times
   std::string plan;       // Auto's pick (strategy/sync) for kAuto
   std::string error;      // non-empty if the path could not run
 };
