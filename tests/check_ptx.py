@@ -4,7 +4,11 @@
 For each fused kernel file, compiles PTX for the given virtual arch and checks every kernel entry:
   * FlagBarrier instantiations (template argument SyncMode == 2) contain no `griddepcontrol`;
   * GridDependency instantiations (SyncMode == 1) contain both `griddepcontrol.wait` and
-    `griddepcontrol.launch_dependents` (only checked with --expect-griddep).
+    `griddepcontrol.launch_dependents` (only checked with --expect-griddep);
+  * vector-path instantiations (VEC 8 for 16-bit types, 4 for fp32) issue every payload store as one
+    16-byte `st.global...v4`: the only narrower global store allowed is the block's epoch counter
+    (one `st.global.u32`). A struct copy once split the peer stores into 2-byte pieces and cut the
+    one-shot's bandwidth ~5x without failing any numerical test.
 Usage: check_ptx.py --nvcc NVCC --arch compute_120a [--expect-griddep] -I... file.cu ...
 """
 import argparse
@@ -32,7 +36,7 @@ def main():
     ap.add_argument("-I", action="append", default=[])
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    failures, flag_kernels, gd_kernels = [], 0, 0
+    failures, flag_kernels, gd_kernels, vec_kernels = [], 0, 0, 0
     for f in a.files:
         with tempfile.NamedTemporaryFile(suffix=".ptx") as tmp:
             cmd = [a.nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-ptx", f"-arch={a.arch}", "-o", tmp.name, f]
@@ -40,6 +44,12 @@ def main():
             subprocess.run(cmd, check=True)
             ptx = open(tmp.name).read()
         for name, body in entries(ptx).items():
+            if re.search(r"(Li8E|Li4E)LNS_8SyncMode", name):
+                vec_kernels += 1
+                narrow = re.findall(r"\bst\.global(?:\.\w+)*\.(?:[usbf]8|[usbf]16|[usbf]32|[usbf]64)\b", body)
+                narrow = [n for n in narrow if ".v" not in n]
+                if len(narrow) > 1:
+                    failures.append(f"{a.arch} {name}: {len(narrow)} scalar global stores on the vector path ({sorted(set(narrow))})")
             if "SyncModeE2E" in name:
                 flag_kernels += 1
                 if "griddepcontrol" in body:
@@ -48,8 +58,9 @@ def main():
                 gd_kernels += 1
                 if a.expect_griddep and not ("griddepcontrol.wait" in body and "griddepcontrol.launch_dependents" in body):
                     failures.append(f"{a.arch} {name}: GridDependency kernel lacks griddepcontrol.wait/launch_dependents")
-    print(f"{a.arch}: {flag_kernels} FlagBarrier kernels, {gd_kernels} GridDependency kernels checked")
-    if flag_kernels == 0 or gd_kernels == 0:
+    print(f"{a.arch}: {flag_kernels} FlagBarrier kernels, {gd_kernels} GridDependency kernels, "
+          f"{vec_kernels} vector-path kernels checked")
+    if flag_kernels == 0 or gd_kernels == 0 or vec_kernels == 0:
         failures.append("no kernels found: the mangled-name patterns no longer match")
     for f in failures:
         print("FAIL:", f)

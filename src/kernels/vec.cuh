@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace arfusion::detail {
 
@@ -29,30 +30,76 @@ struct alignas(sizeof(T) * VEC) Pack {
   T v[VEC];
 };
 
+// 16-byte packs move through uint4, and stores through the __stwb intrinsic, so every access is one
+// 128-bit instruction. A plain struct (or uint4) assignment let the compiler split the one-shot's
+// peer stores into 2- or 4-byte stores, which cut its peer-store bandwidth to ~40 GB/s
+// (PERF-NOTES.md); tests/check_ptx.py keeps it from coming back.
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> loadPack(const T* p) {
-  return *reinterpret_cast<const Pack<T, VEC>*>(p);
+  if constexpr (sizeof(Pack<T, VEC>) == 16) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    Pack<T, VEC> v;
+    memcpy(&v, &raw, 16);
+    return v;
+  } else {
+    return *reinterpret_cast<const Pack<T, VEC>*>(p);
+  }
 }
 
 // Loads data written by another GPU: cached in L2 only, never in the (non-coherent) L1.
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> loadPackCg(const T* p) {
+  Pack<T, VEC> v;
   if constexpr (sizeof(Pack<T, VEC>) == 16) {
     const uint4 raw = __ldcg(reinterpret_cast<const uint4*>(p));
-    return *reinterpret_cast<const Pack<T, VEC>*>(&raw);
+    memcpy(&v, &raw, 16);
   } else if constexpr (sizeof(Pack<T, VEC>) == 4) {
     const unsigned raw = __ldcg(reinterpret_cast<const unsigned*>(p));
-    return *reinterpret_cast<const Pack<T, VEC>*>(&raw);
+    memcpy(&v, &raw, 4);
   } else {
     const unsigned short raw = __ldcg(reinterpret_cast<const unsigned short*>(p));
-    return *reinterpret_cast<const Pack<T, VEC>*>(&raw);
+    memcpy(&v, &raw, 2);
   }
+  return v;
 }
 
 template <typename T, int VEC>
 __device__ __forceinline__ void storePack(T* p, const Pack<T, VEC>& v) {
-  *reinterpret_cast<Pack<T, VEC>*>(p) = v;
+  if constexpr (sizeof(Pack<T, VEC>) == 16) {
+    uint4 raw;
+    memcpy(&raw, &v, 16);
+    __stwb(reinterpret_cast<uint4*>(p), raw);  // the intrinsic is always one st.global.v4
+  } else {
+    *reinterpret_cast<Pack<T, VEC>*>(p) = v;
+  }
 }
+
+// Relaxed system-scope load (L1 bypassed): polls data another GPU writes (Lamport protocol).
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> loadPackRelaxedSys(const T* p) {
+  Pack<T, VEC> v;
+  if constexpr (sizeof(Pack<T, VEC>) == 16) {
+    uint4 r;
+    asm volatile("ld.relaxed.sys.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p)
+                 : "memory");
+    memcpy(&v, &r, 16);
+  } else if constexpr (sizeof(Pack<T, VEC>) == 4) {
+    unsigned r;
+    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(r) : "l"(p) : "memory");
+    memcpy(&v, &r, 4);
+  } else {
+    unsigned short r;
+    asm volatile("ld.relaxed.sys.global.u16 %0, [%1];" : "=h"(r) : "l"(p) : "memory");
+    memcpy(&v, &r, 2);
+  }
+  return v;
+}
+
+// The bits of one element, for bit-pattern tests (Lamport sentinel).
+template <typename T>
+using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
 
 // Elements between consecutive rows in the workspace: row bytes rounded up to 16 (kernels.h rowStride).
 template <typename T>
