@@ -66,6 +66,9 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
 // One communicator, calls alternating between two streams with no host sync: the library orders
 // them; every call's output is checked against the float64 reference.
 std::string scenarioTwoStreams(RankCtx& ctx);
+// NaN (incl. the all-ones pattern of Lamport sentinels), +-Inf, -0.0 and overflow in the inputs:
+// every fused path gives what the NCCL path gives (NaN matching any NaN).
+std::string scenarioSpecialValues(RankCtx& ctx);
 // Bad input: each returns the documented status, leaves every output byte untouched and the
 // communicator usable.
 std::string scenarioBadInput(RankCtx& ctx);

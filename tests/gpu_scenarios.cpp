@@ -201,6 +201,136 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
   return "";
 }
 
+namespace {
+
+// Bit patterns of the special values in dtype d.
+uint32_t allOnes(DType d) { return d == DType::kFloat32 ? 0xffffffffu : 0xffffu; }
+uint32_t bitsAt(const std::vector<uint8_t>& v, size_t i, DType d) {
+  uint32_t x = 0;
+  std::memcpy(&x, v.data() + i * elemSize(d), elemSize(d));
+  return x;
+}
+void setBits(std::vector<uint8_t>& v, size_t i, DType d, uint32_t x) { std::memcpy(v.data() + i * elemSize(d), &x, elemSize(d)); }
+bool isNaNBits(uint32_t x, DType d) {
+  switch (d) {
+    case DType::kFloat32: return (x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0;
+    case DType::kFloat16: return (x & 0x7c00u) == 0x7c00u && (x & 0x3ffu) != 0;
+    case DType::kBFloat16: return (x & 0x7f80u) == 0x7f80u && (x & 0x7fu) != 0;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string scenarioSpecialValues(RankCtx& ctx) {
+  // Per element class k = column % 8 (row 0 only, other rows random):
+  //   0 NaN on rank 0            -> NaN        1 all-ones NaN on the last rank -> NaN
+  //   2 +Inf on rank 0           -> +Inf       3 -Inf on every rank          -> -Inf
+  //   4 +Inf rank 0, -Inf last   -> NaN        5 -0.0 on every rank          -> -0.0 (bits)
+  //   6 largest finite everywhere-> +Inf (fp16/bf16 overflow) or finite     7 random
+  // kAllReduce outputs are checked against these classes on every path; kAllReduceAddRMSNorm
+  // outputs (whole rows become NaN) against the NCCL path at 2 ranks, NaN matching any NaN, and
+  // across paths. Outputs are poisoned with 0x55 bytes (a finite value no output can take here).
+  for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    for (int64_t H : {int64_t(4096), int64_t(1001)}) {  // vector and scalar paths
+      const int64_t T = 3;
+      const size_t E = elemSize(d), n = static_cast<size_t>(T * H), bytes = n * E;
+      const uint32_t pos_inf = d == DType::kFloat32 ? 0x7f800000u : d == DType::kFloat16 ? 0x7c00u : 0x7f80u;
+      const uint32_t neg_inf = d == DType::kFloat32 ? 0xff800000u : d == DType::kFloat16 ? 0xfc00u : 0xff80u;
+      const uint32_t nan = d == DType::kFloat32 ? 0x7fc00000u : d == DType::kFloat16 ? 0x7e00u : 0x7fc0u;
+      const uint32_t negz = d == DType::kFloat32 ? 0x80000000u : 0x8000u;
+      const uint32_t maxf = d == DType::kFloat32 ? 0x7f7fffffu : d == DType::kFloat16 ? 0x7bffu : 0x7f7fu;
+      std::vector<uint8_t> input = randomTensor(n, d, 900 + ctx.rank * 7 + E + H);
+      for (int64_t h = 0; h < H; ++h) {
+        const int k = static_cast<int>(h % 8);
+        const bool first = ctx.rank == 0, last = ctx.rank == ctx.world - 1;
+        if (k == 0 && first) setBits(input, h, d, nan);
+        if (k == 1 && last) setBits(input, h, d, allOnes(d));
+        if (k == 2 && first) setBits(input, h, d, pos_inf);
+        if (k == 3) setBits(input, h, d, neg_inf);
+        if (k == 4) setBits(input, h, d, first ? pos_inf : last ? neg_inf : 0);
+        if (k == 5) setBits(input, h, d, negz);
+        if (k == 6) setBits(input, h, d, maxf);
+      }
+      const auto residual = randomTensor(n, d, 950 + E + H);
+      const auto gamma = randomTensor(H, d, 951 + E + H);
+      DevBuf in, res_in, res_out, g, out;
+      std::string err;
+      const cudaStream_t st = ctx.stream;
+      for (DevBuf* b : {&in, &res_in, &res_out, &out})
+        if (!(err = b->alloc(bytes, st)).empty()) return err;
+      if (!(err = g.alloc(H * E, st)).empty()) return err;
+      if (!(err = in.upload(input.data(), bytes)).empty() || !(err = res_in.upload(residual.data(), bytes)).empty() ||
+          !(err = g.upload(gamma.data(), H * E)).empty())
+        return err;
+      std::vector<Variant> variants;
+      if (ctx.nccl) variants.push_back({Strategy::kNccl, SyncMode::kAuto});
+      for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot})
+        for (SyncMode m : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) variants.push_back({s, m});
+      for (Op op : {Op::kAllReduce, Op::kAllReduceAddRMSNorm}) {
+        std::vector<uint8_t> first_out;
+        for (const Variant& v : variants) {
+          ShapeCase sc{d, T, H, 0};
+          const std::string what = describe(sc, op, v) + "special values: ";
+          OK(arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync));
+          std::vector<uint8_t> got;
+          const std::string local = [&]() -> std::string {
+            CK(cudaMemsetAsync(res_out.p, 0x55, bytes, st));
+            CK(cudaMemsetAsync(out.p, 0x55, bytes, st));
+            const Status s = callOp(ctx, op, in, res_in, res_out, g, out, T, H, d, 1e-5f);
+            if (s != Status::kSuccess) return arfusion::statusString(s) + std::string(": ") + arfusion::lastError();
+            CK(cudaStreamSynchronize(st));
+            const char* detail = nullptr;
+            if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return detail;
+            got = download(out);
+            const uint32_t poison = d == DType::kFloat32 ? 0x55555555u : 0x5555u;
+            for (size_t i = 0; i < n; ++i)
+              if (bitsAt(got, i, d) == poison) return "element " + std::to_string(i) + " unwritten";
+            if (op == Op::kAllReduce) {
+              for (int64_t h = 0; h < H; ++h) {
+                const uint32_t x = bitsAt(got, h, d);
+                const int k = static_cast<int>(h % 8);
+                bool ok = true;
+                if (k == 0 || k == 1 || k == 4) ok = isNaNBits(x, d);
+                if (k == 2) ok = x == pos_inf;
+                if (k == 3) ok = x == neg_inf;
+                if (k == 5) ok = x == negz;
+                if (k == 6) ok = d == DType::kFloat32 ? x == pos_inf || !isNaNBits(x, d) : x == pos_inf;
+                if (!ok) {
+                  char buf[120];
+                  std::snprintf(buf, sizeof buf, "column %lld (class %d): got bits 0x%x", (long long)h, k, x);
+                  return buf;
+                }
+              }
+            }
+            if (!first_out.empty()) {
+              for (size_t i = 0; i < n; ++i) {
+                const uint32_t a = bitsAt(got, i, d), b = bitsAt(first_out, i, d);
+                if (a != b && !(isNaNBits(a, d) && isNaNBits(b, d))) {
+                  char buf[160];
+                  std::snprintf(buf, sizeof buf, "element %zu: 0x%x, but the %s path gave 0x%x", i, a,
+                                ctx.nccl ? "NCCL" : "first fused", b);
+                  return buf;
+                }
+              }
+            }
+            return "";
+          }();
+          // Ranks must agree: hash with every NaN mapped to one pattern (payloads may differ).
+          std::vector<uint8_t> canon = got;
+          for (size_t i = 0; i < canon.size() / E; ++i)
+            if (isNaNBits(bitsAt(canon, i, d), d)) setBits(canon, i, d, nan);
+          const std::string verdict = agreeStep(ctx, local, hashBytes(canon.data(), canon.size()));
+          if (!verdict.empty()) return what + verdict;
+          if (first_out.empty()) first_out = got;
+        }
+      }
+    }
+  }
+  OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
+  return "";
+}
+
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches) {
   const DType d = DType::kBFloat16;
   const int64_t H = 4096, Tmax = 512;

@@ -76,9 +76,12 @@ TEST(ThreadsNccl2, EveryDtypeStrategySyncAndShape) {
 
 TEST(ThreadsNccl2, SmallWorkspaceChunksLargeMessages) {
   arfusion::Config c = testConfig();
-  c.workspace_bytes = size_t(2) << 20;
+  // 12 MiB: regions of ~23 KB, so both fused strategies run 32 MB and 8 MB messages in many
+  // steps per block (and the one-shot refuses 32 KB fp32 rows: plan() says kNotSupported).
+  c.workspace_bytes = size_t(12) << 20;
   std::string skip;
-  const std::string err = runThreadsNccl(2, c, allShapes({{DType::kBFloat16, 4097, 4096, 77}, {DType::kFloat32, 999, 8192, 78}}), &skip);
+  const std::string err = runThreadsNccl(2, c, allShapes({{DType::kBFloat16, 4097, 4096, 77}, {DType::kFloat32, 999, 2048, 78},
+                                                          {DType::kFloat32, 999, 8192, 79}}), &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }
@@ -92,6 +95,13 @@ TEST(ThreadsNccl2, Soak100kCallsAgainstNccl) {
     if (ctx.rank == 0) std::printf("soak: %lld fused calls compared with the NCCL path, %llu mismatching words\n", (long long)compared, mism);
     return e;
   }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(ThreadsNccl2, NaNInfNegZeroAndSentinelInputsMatchNccl) {
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), scenarioSpecialValues, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }
@@ -154,10 +164,19 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 }
 
 // ------------------------------------------------------------------ bounded waits
-TEST(Faults, APeerThatSkipsACallTimesOut) {
+// Every wait loop: the Lamport one-shot (GridDependency), the flag one-shot, the flag two-shot.
+struct FaultPath {
+  arfusion::Strategy strategy;
+  arfusion::SyncMode sync;
+};
+class Faults : public ::testing::TestWithParam<FaultPath> {};
+
+TEST_P(Faults, APeerThatSkipsACallTimesOut) {
   std::string skip;
-  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [](RankCtx& ctx) -> std::string {
+  const FaultPath fp = GetParam();
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";  // never arrives
+    if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
     const int64_t T = 4, H = 1024;
     void* buf = nullptr;
     cudaMalloc(&buf, T * H * 2 * 5);
@@ -185,10 +204,12 @@ TEST(Faults, APeerThatSkipsACallTimesOut) {
   EXPECT_EQ(err, "");
 }
 
-TEST(Faults, AbortReleasesAWaitingKernel) {
+TEST_P(Faults, AbortReleasesAWaitingKernel) {
   std::string skip;
-  const std::string err = runLocalGroup(2, testConfig(60), 16, [](RankCtx& ctx) -> std::string {
+  const FaultPath fp = GetParam();
+  const std::string err = runLocalGroup(2, testConfig(60), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";
+    if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
     const int64_t T = 4, H = 1024;
     const size_t s = T * H * 2;
     void* buf = nullptr;
@@ -212,6 +233,11 @@ TEST(Faults, AbortReleasesAWaitingKernel) {
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, Faults,
+                         ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency},
+                                           FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency}));
 
 // ------------------------------------------------------------------ the single-GPU kernel
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {

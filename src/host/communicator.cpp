@@ -117,6 +117,9 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     const size_t ws_total = WorkspaceLayout::total(cfg.workspace_bytes);
     ARF_CUDA(cudaMalloc(&c->workspace, ws_total));
     ARF_CUDA(cudaMemset(c->workspace, 0, WorkspaceLayout::kDataOffset));
+    // The Lamport area starts all-ones ("nothing arrived"); every reader restores it after use.
+    ARF_CUDA(cudaMemset(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::lamportOffset(cfg.workspace_bytes), 0xff,
+                        WorkspaceLayout::lamportBytes(cfg.workspace_bytes)));
     ARF_CUDA(cudaDeviceSynchronize());
     void* ctl = nullptr;
     ARF_CUDA(cudaHostAlloc(&ctl, sizeof(ControlWords), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -282,6 +285,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     auto* base = static_cast<uint8_t*>(c->peer_base[r]);
     d.flags[r] = base ? reinterpret_cast<uint32_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
     d.data[r] = base ? base + WorkspaceLayout::kDataOffset : nullptr;
+    d.lamport[r] = base ? base + WorkspaceLayout::lamportOffset(cfg.workspace_bytes) : nullptr;
   }
   d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
   d.error = c->ctl_dev->error;

@@ -18,8 +18,10 @@ namespace detail {
 
 // Typed layout of one rank's workspace allocation (one cudaMalloc, exported to peers):
 //   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint32][epochs: kMaxBlocksCap uint32][pad to 4 KiB]
-//   [data: max_blocks x kSlots regions of region_bytes]
-// Peers write flags and data; only this rank touches its epochs.
+//   [data:    max_blocks x kSlots regions of region_bytes]   flag protocol (sync.cuh), any contents
+//   [lamport: max_blocks x kSlots regions of region_bytes]   Lamport protocol, all-ones when idle
+// workspace_bytes is split in two halves between data and lamport. Peers write flags, data and
+// lamport; only this rank touches its epochs.
 constexpr int kMaxBlocksCap = 1024;
 struct WorkspaceLayout {
   static constexpr size_t kFlagsOffset = 0;
@@ -28,9 +30,12 @@ struct WorkspaceLayout {
   static constexpr size_t kEpochsBytes = sizeof(uint32_t) * kMaxBlocksCap;
   static constexpr size_t kDataOffset = (kEpochsOffset + kEpochsBytes + 4095) / 4096 * 4096;
   static size_t total(size_t data_bytes) { return kDataOffset + data_bytes; }
-  // Bytes of one (block, slot) region, a multiple of 16.
+  static size_t halfBytes(size_t data_bytes) { return data_bytes / 2 / 4096 * 4096; }
+  static size_t lamportOffset(size_t data_bytes) { return kDataOffset + halfBytes(data_bytes); }
+  static size_t lamportBytes(size_t data_bytes) { return data_bytes - halfBytes(data_bytes); }
+  // Bytes of one (block, slot) region, a multiple of 16; the same in both areas.
   static size_t regionBytes(size_t data_bytes, int max_blocks) {
-    return max_blocks > 0 ? data_bytes / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+    return max_blocks > 0 ? halfBytes(data_bytes) / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
   }
 };
 

@@ -5,16 +5,20 @@
 //   at a fresh epoch e of block b (sync.cuh):
 //     1. push: read the unit's R input rows once, store them into slot e%2 of block b's region on
 //        every peer, at this rank's sender index: (n-1) * R * row bytes leave each rank per unit;
-//     2. signal every peer (release), wait for every peer (acquire): one cross-GPU round trip;
+//     2. wait until every peer's rows arrived (one NVLink crossing);
 //     3. reduce: for each row, sum the n contributions in rank order 0..n-1 in fp32 (own rows from
-//        the input, peers' from the local region, L2-only loads), round to T, and run the shared
-//        RowEpilogue (residual add, RMSNorm) which writes residual_out / norm_out.
+//        the input, peers' from the local region), round to T, and run the shared RowEpilogue
+//        (residual add, RMSNorm) which writes residual_out / norm_out.
 //   Every rank computes the same sums in the same order: outputs are bitwise identical on all ranks.
-//   Pushing (posted remote stores) rather than pulling keeps the single round trip the only
-//   cross-GPU latency on the critical path.
-// Memory ordering: sync.cuh (plain payload stores, bar.sync, release flag; acquire, bar.sync, .cg
-//   payload loads). kGridDependency: cudaGridDependencySynchronize() before the first global
-//   access (inputs, epochs), trigger after the last output write.
+//   Pushing (posted remote stores) rather than pulling keeps one crossing the only cross-GPU
+//   latency on the critical path.
+// Two kernels, one per sync mode (sync.cuh has both protocols):
+//   GridDependency -> oneShotLamportKernel: the data is its own ready flag (Lamport area, all-ones
+//     = not arrived, inputs sanitised); the reader polls the packs, sums them and writes all-ones
+//     back. No fence and no flag on the critical path. cudaGridDependencySynchronize() before the
+//     first global access, trigger after the last write (clears included).
+//   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
+//     every peer, acquire wait, .cg payload loads. No griddepcontrol.
 // Limits: R * (n-1) rows must fit one region (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
 #include "dispatch.cuh"
@@ -25,7 +29,7 @@ namespace arfusion::detail {
 namespace {
 
 template <typename T, int VEC, SyncMode kSync>
-__global__ void __launch_bounds__(kThreads) oneShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+__global__ void __launch_bounds__(kThreads) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   using Epi = RowEpilogue<T, VEC>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
@@ -59,7 +63,7 @@ __global__ void __launch_bounds__(kThreads) oneShotKernel(DeviceComm c, RowArgs 
         }
       }
     }
-    // 2. One round trip.
+    // 2. One flag round trip.
     signalPeers(c, 0, b, epoch);
     if (!waitPeers(c, 0, b, epoch)) return;
 
@@ -92,6 +96,82 @@ __global__ void __launch_bounds__(kThreads) oneShotKernel(DeviceComm c, RowArgs 
   gridDependencyTrigger<kSync>();
 }
 
+
+template <typename T, int VEC, SyncMode kSync>
+__global__ void __launch_bounds__(kThreads) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+  static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
+  using Epi = RowEpilogue<T, VEC>;
+  using P = Pack<T, VEC>;
+  __shared__ typename Epi::Shared sh;
+  __shared__ int give_up;
+  if (threadIdx.x == 0) give_up = 0;
+  gridDependencyWait<kSync>();
+  __syncthreads();
+
+  const int b = blockIdx.x;
+  const int R = rows_per_step;
+  const int64_t nvec = a.hidden / VEC;
+  const int64_t stride = strideElems<T>(a.hidden);
+  const T* in = static_cast<const T*>(a.input);
+  const int64_t units = (a.tokens + R - 1) / R;
+  uint32_t epoch = c.epochs[b];
+
+  for (int64_t u = b; u < units; u += gridDim.x) {
+    if (u != b) lamportNextUnit();
+    ++epoch;
+    const int64_t row0 = u * R;
+    const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
+
+    // 1. Push this unit's rows, sanitised, to every peer.
+    for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
+      const int j = static_cast<int>(idx / nvec);
+      const int64_t i = idx - j * nvec;
+      const P p = lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC));
+#pragma unroll
+      for (int d = 1; d < kMaxRanks; ++d) {
+        if (d < c.world) {
+          const int peer = (c.rank + d) % c.world;
+          T* dst = reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) +
+                   (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+          storePack<T, VEC>(dst, p);
+        }
+      }
+    }
+
+    // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
+    T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
+    for (int j = 0; j < rows; ++j) {
+      const T* own = in + (row0 + j) * a.hidden;
+      Epi::run(a, row0 + j, sh, [&](int64_t i) {
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
+#pragma unroll
+        for (int src = 0; src < kMaxRanks; ++src) {
+          if (src < c.world) {
+            P p;
+            if (src == c.rank) {
+              p = lamportSanitize(loadPack<T, VEC>(own + i * VEC));
+            } else {
+              T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
+              p = lamportWait<T, VEC>(c, slot, b, src, epoch, &give_up);
+              lamportClear<T, VEC>(slot);
+            }
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
+          }
+        }
+        P s;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
+        return s;
+      });
+    }
+  }
+  if (threadIdx.x == 0) c.epochs[b] = epoch;
+  gridDependencyTrigger<kSync>();
+}
+
 }  // namespace
 
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
@@ -100,9 +180,9 @@ cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const Fus
     using T = typename decltype(tv)::type;
     constexpr int VEC = decltype(tv)::vec;
     if (launch.sync == SyncMode::kGridDependency)
-      return launchFused(oneShotKernel<T, VEC, SyncMode::kGridDependency>, launch.sync, launch.blocks,
-                         stream, comm, args, launch.rows_per_step);
-    return launchFused(oneShotKernel<T, VEC, SyncMode::kFlagBarrier>, launch.sync, launch.blocks,
+      return launchFused(oneShotLamportKernel<T, VEC, SyncMode::kGridDependency>, launch.sync, launch.blocks, stream, comm, args,
+                         launch.rows_per_step);
+    return launchFused(oneShotFlagKernel<T, VEC, SyncMode::kFlagBarrier>, launch.sync, launch.blocks,
                        stream, comm, args, launch.rows_per_step);
   });
 }

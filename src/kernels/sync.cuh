@@ -20,6 +20,24 @@
 //   ready flag of epoch e is also the free signal of slot (e+1) % 2; no separate flag is needed,
 //   and no block can run more than one epoch ahead of a peer (flags hold e or e+1, hence ">=").
 //
+// Lamport protocol (the one-shot in GridDependency mode; no flags, no fences)
+//   Block b's regions in the Lamport area hold all-ones bytes when idle. For bf16, fp16 and fp32 an
+//   all-ones element is a NaN that inputs never carry once sanitised (lamportSanitize turns it into
+//   the neighbouring NaN 0x..FE: NaN in, NaN out, as on the NCCL path). At epoch e:
+//     1. the sender stores its sanitised input into slot e%2 of the receiver's region (plain 16-byte
+//        stores, no fence);
+//     2. the receiver polls each 16-byte pack of its own slot with system-scope relaxed loads until
+//        no element is all-ones (lamportWait); an element is written once, so a pack seen half
+//        written just polls again, and the data is its own "ready" flag;
+//     3. the receiver writes all-ones back over exactly what it read (lamportClear).
+//   Buffer reuse: a sender writes slot e%2 again at epoch e+2, after it received the receiver's
+//   epoch e+1 data, which the receiver sent after it cleared epoch e. Between calls the kernel
+//   boundary orders the clear before the next call's stores; between two units of one call the
+//   block issues a system-scope fence after its clears and before its next stores (lamportNextUnit).
+//   Cost: one NVLink write latency per call, against a write, a fence and a flag round trip.
+//   A wait that gives up (timeout, abort) leaves the area dirty: the communicator is failed from
+//   then on (the host refuses further calls), as after any device-side failure.
+//
 // Sync modes (intra-rank, against the previous kernel on the stream)
 //   GridDependency: launched with programmatic stream serialization (PDL). The kernel calls
 //     cudaGridDependencySynchronize() before touching anything a previous kernel wrote (inputs,
@@ -27,6 +45,10 @@
 //     global write. Compiled only into kGridDependency kernels.
 //   FlagBarrier: plain launch; stream order does the same job. Contains no griddepcontrol at all
 //     (tests/check_ptx.py proves it for sm_120a).
+//   Cross-rank protocol per mode: the one-shot uses Lamport under GridDependency and the flag
+//   barrier under FlagBarrier (the conservative pair for arches where nothing was validated); the
+//   two-shot uses the flag barrier in both. The creation-time self-check compares the two one-shot
+//   paths bit for bit and in speed before Auto may pick GridDependency (selfcheck.cpp).
 //
 // Bounded waits: a spinning thread reads %globaltimer every 256 polls and gives up after
 // timeout_ns, or as soon as the host-mapped abort flag is set. It records the failure in the
@@ -37,6 +59,7 @@
 #include <cuda/atomic>
 
 #include "kernels.h"
+#include "vec.cuh"
 
 namespace arfusion::detail {
 
@@ -126,6 +149,86 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
     }
   }
   return __syncthreads_and(ok) != 0;
+}
+
+// ---- Lamport protocol -------------------------------------------------------------------------
+
+// Lamport slot of (block, epoch) in rank r's workspace.
+__device__ __forceinline__ uint8_t* lamportAddr(const DeviceComm& c, int r, int block, uint32_t epoch) {
+  return c.lamport[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.region_bytes;
+}
+
+// All-ones in an element's bits: "not arrived yet".
+template <typename T, int VEC>
+__device__ __forceinline__ bool lamportArrived(const Pack<T, VEC>& v) {
+  using B = ElemBits<T>;
+  B b[VEC];
+  memcpy(b, &v, sizeof v);
+  bool ok = true;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) ok &= b[e] != static_cast<B>(~B(0));
+  return ok;
+}
+
+// Inputs never carry the all-ones pattern into the Lamport area: that NaN becomes the NaN 0x..FE.
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> lamportSanitize(Pack<T, VEC> v) {
+  using B = ElemBits<T>;
+  B b[VEC];
+  memcpy(b, &v, sizeof v);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e)
+    if (b[e] == static_cast<B>(~B(0))) b[e] = static_cast<B>(~B(1));
+  memcpy(&v, b, sizeof v);
+  return v;
+}
+
+// Polls p until every element arrived, backing off 16..256 ns between polls. Bounded like
+// waitPeers: every 256 polls it checks the
+// block's give-up flag, the abort flag and the timeout; on failure it records it, raises the
+// block's give-up flag (so the block's other pollers stop at once) and returns what it read.
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
+                                                    uint32_t epoch, volatile int* give_up) {
+  Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
+  if (lamportArrived(v)) return v;
+  unsigned long long start = 0;
+  unsigned sleep_ns = 16;
+  for (uint32_t polls = 1;; ++polls) {
+    // Back off: thousands of threads polling L2 flat out starve the NVLink writes they wait for
+    // (measured: 64 one-row blocks took 550 us instead of ~10).
+    __nanosleep(sleep_ns);
+    if (sleep_ns < 256) sleep_ns *= 2;
+    v = loadPackRelaxedSys<T, VEC>(p);
+    if (lamportArrived(v)) break;
+    if ((polls & 255u) == 0) {
+      if (*give_up) break;
+      const unsigned long long now = globalTimerNs();
+      if (start == 0) start = now;
+      const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
+      if (aborted || now - start > c.timeout_ns) {
+        reportFailure(c, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
+        *give_up = 1;
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+// Restores "not arrived" over a pack the caller has read.
+template <typename T, int VEC>
+__device__ __forceinline__ void lamportClear(T* p) {
+  Pack<T, VEC> ones;
+  memset(&ones, 0xff, sizeof ones);
+  storePack<T, VEC>(p, ones);
+}
+
+// Between two units of one call: this block's clears (and its reads of the peers' data) are
+// ordered before its next stores into any peer's slots (see the protocol above).
+__device__ __forceinline__ void lamportNextUnit() {
+  __syncthreads();
+  cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, cuda::thread_scope_system);
 }
 
 }  // namespace arfusion::detail
