@@ -84,6 +84,7 @@ BENCHMARK_CAPTURE(run, add_rmsnorm, Path::kAddRMSNorm, Op::kAllReduceAddRMSNorm)
 BENCHMARK_CAPTURE(run, nccl_path_fused, Path::kNcclPath, Op::kAllReduceAddRMSNorm)->Apply(shapes);
 BENCHMARK_CAPTURE(run, oneshot_fused, Path::kOneShot, Op::kAllReduceAddRMSNorm)->Apply(shapes);
 BENCHMARK_CAPTURE(run, twoshot_fused, Path::kTwoShot, Op::kAllReduceAddRMSNorm)->Apply(shapes);
+BENCHMARK_CAPTURE(run, oneshot_flag_fused, Path::kOneShotFlag, Op::kAllReduceAddRMSNorm)->Apply(shapes);
 BENCHMARK_CAPTURE(run, auto_fused, Path::kAuto, Op::kAllReduceAddRMSNorm)->Apply(shapes);
 BENCHMARK_CAPTURE(run, oneshot_allreduce, Path::kOneShot, Op::kAllReduce)->Apply(shapes);
 BENCHMARK_CAPTURE(run, twoshot_allreduce, Path::kTwoShot, Op::kAllReduce)->Apply(shapes);

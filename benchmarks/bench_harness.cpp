@@ -15,6 +15,7 @@ const char* pathName(Path p) {
     case Path::kTwoShot: return "twoshot";
     case Path::kAuto: return "auto";
     case Path::kPeerCopy: return "peer_copy";
+    case Path::kOneShotFlag: return "oneshot_flag";
   }
   return "?";
 }
@@ -95,7 +96,7 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
   std::vector<std::string> errs(world_);
   std::vector<void*> peer_dst(world_, nullptr);
   const arfusion::Strategy strat = path == Path::kNcclPath ? arfusion::Strategy::kNccl
-                                   : path == Path::kOneShot ? arfusion::Strategy::kOneShot
+                                   : path == Path::kOneShot || path == Path::kOneShotFlag ? arfusion::Strategy::kOneShot
                                    : path == Path::kTwoShot ? arfusion::Strategy::kTwoShot
                                                             : arfusion::Strategy::kAuto;
   const ncclDataType_t nt = d == arfusion::DType::kFloat32 ? ncclFloat32 : d == arfusion::DType::kFloat16 ? ncclFloat16 : ncclBfloat16;
@@ -120,7 +121,8 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
     onAll([&](int r) {
       cudaStream_t s = streams_[r];
       void *in = bufs[r][0], *res = bufs[r][1], *res_out = bufs[r][2], *g = bufs[r][3], *o = bufs[r][4];
-      arfusion::commSetStrategy(comms_[r], strat, arfusion::SyncMode::kAuto);
+      arfusion::commSetStrategy(comms_[r], strat,
+                                path == Path::kOneShotFlag ? arfusion::SyncMode::kFlagBarrier : arfusion::SyncMode::kAuto);
       auto one = [&]() -> bool {
         arfusion::Status st = arfusion::Status::kSuccess;
         switch (path) {

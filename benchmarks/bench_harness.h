@@ -14,7 +14,9 @@
 
 namespace arfbench {
 
-enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy };
+// kOneShotFlag: the one-shot with the FlagBarrier sync mode (flag protocol, no PDL), the default on
+// arches where GridDependency is not validated; kOneShot/kTwoShot take the sync mode Auto picks.
+enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy, kOneShotFlag };
 const char* pathName(Path p);
 
 struct Timing {

@@ -246,10 +246,18 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(one.sync_mode, SyncMode::kGridDependency);
   EXPECT_EQ(one.blocks, 4);
   EXPECT_EQ(one.rows_per_step, 1);
-  EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kNccl);      // 256 KB
-  EXPECT_EQ(planFor(h200Pair(), Shape{23, 8192}).strategy, Strategy::kNccl);      // 368 KB
-  EXPECT_EQ(planFor(h200Pair(), Shape{128, 8192}).strategy, Strategy::kTwoShot);  // 2 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kNccl);     // 8 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kOneShot);    // 256 KB
+  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kOneShot);   // 5.9 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kTwoShot);   // 8 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{8192, 8192}).strategy, Strategy::kTwoShot);  // 128 MB
+}
+
+// Steps spread rows evenly: no nearly empty last wave of blocks.
+TEST(Plan, GeometryBalancesStepsPerBlock) {
+  const Plan p = planFor(h200Pair(), Shape{2048, 4096}, Strategy::kTwoShot, SyncMode::kAuto);
+  const int64_t units = (2048 + 2 * p.rows_per_step - 1) / (2 * p.rows_per_step);
+  const int64_t steps = (units + p.blocks - 1) / p.blocks;
+  EXPECT_GE(units, steps * p.blocks - p.blocks / 4) << "last wave under-filled: R=" << p.rows_per_step << " blocks=" << p.blocks;
 }
 
 TEST(Plan, ForcedSyncAndStrategyAreHonoured) {

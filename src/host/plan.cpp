@@ -39,22 +39,24 @@ std::string topoKey(const Topology& t) {
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
   if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
-    // Measured 2026-11-29, 2 x H200 NV18, bf16, allreduce + add + RMSNorm, CUDA-graph replay,
-    // us per call (NCCL path / one-shot / two-shot), benchmarks/results/2026-11-29-h200x2-gbench.md:
-    //   8 KB  (1x4096)    9.3 /  6.6 /  9.5    one-shot 1.41x
-    //   64 KB (4x8192)   10.4 /  9.2 / 12.6    one-shot 1.14x
-    //   128 KB (16x4096) 10.1 /  9.2 / 10.4    one-shot 1.09x
-    //   256 KB (16x8192) 11.9 / 12.9 / 13.3    NCCL path fastest
-    //   512 KB (64x4096) 12.8 / 19.2 / 11.8    two-shot 1.08x
-    //   1 MB  (64x8192)  17.3 / 28.6 / 14.9    two-shot 1.16x
-    //   2 MB (128x8192)  30.8 / 50.7 / 16.4    two-shot 1.88x
-    //   4 MB (256x8192)  36.7 / 101.5 / 23.0   two-shot 1.60x
-    //   8 MB (512x8192)  58.3 / 210.1 / 121.4  NCCL path fastest (both fused kernels collapse
-    //                                          above 4 MB; open issue, README "Performance")
-    table.rules = {{128 * kKiB, Strategy::kOneShot},
-                   {640 * kKiB, Strategy::kNccl},
-                   {4 * kMiB, Strategy::kTwoShot},
-                   {kAll, Strategy::kNccl}};
+    // Measured 2026-11-29 (benchmarks/results/2026-11-29-h200x2-v2/sweep.txt), 2 x H200 NV18,
+    // allreduce + add + RMSNorm, CUDA-graph replay, us per call, max over ranks, bf16 and fp16 at
+    // hidden 4096 and 8192 (every size in the file; a few here), NCCL path / one-shot / two-shot:
+    //   8 KB   (1x4096)      9.3 /   5.0 /  10.7   one-shot 1.85x
+    //   128 KB (8x8192)     10.7 /   8.0 /  14.2   one-shot 1.33x
+    //   512 KB (32x8192)    13.5 /   9.0 /  15.0   one-shot 1.50x
+    //   2 MB   (256x4096)   30.3 /  13.4 /  17.5   one-shot 2.26x
+    //   4 MB   (256x8192)   36.5 /  20.5 /  24.5   one-shot 1.78x
+    //   5.9 MB (362x8192)   46.6 /  29.1 /  31.4   one-shot 1.60x
+    //   8 MB   (512x8192)   58.2 /  42.0 /  40.6   two-shot (fp16 4096: 45.0 vs 42.1)
+    //   11.9 MB (724x8192)  75.3 /  68.5 /  55.1   two-shot 1.37x
+    //   32 MB (2048x8192)  174.8 / 199.8 / 150.8   two-shot 1.16x
+    //   128 MB (8192x8192) 613.3 / 566.6 / 571.8   two-shot 1.07x (one-shot within 1%)
+    //   256 MB            1169.0 /1084.3 /1119.9   two-shot 1.04x (one-shot 3% faster at 8192)
+    // The Lamport one-shot leads up to ~6 MB; above it the two-shot, which beat the NCCL path at
+    // every size measured at 2 ranks (16 MB at hidden 4096 was the exception, 109 vs 98 us, before
+    // the step balancing in fusedGeometry; the proof sweep in the same folder shows the result).
+    table.rules = {{6 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
   }
@@ -212,7 +214,11 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   }
   const int64_t unit_rows = s == Strategy::kTwoShot ? n : 1;  // rows per unit per R
   const int64_t per_block = (shape.tokens + unit_rows * t.max_blocks - 1) / (unit_rows * t.max_blocks);
-  const int64_t r = std::max<int64_t>(1, std::min(r_max, per_block));
+  // Steps per block when R is as large as a region allows, then the smallest R that still needs
+  // no more steps: the rows spread evenly over the steps instead of leaving a nearly empty last
+  // wave (2048 x 4096 at R = 7 took 147 units on 132 blocks: a second wave of 15 blocks).
+  const int64_t steps = (per_block + r_max - 1) / r_max;
+  const int64_t r = std::max<int64_t>(1, std::min(r_max, (per_block + steps - 1) / steps));
   const int64_t units = (shape.tokens + unit_rows * r - 1) / (unit_rows * r);
   *rows = static_cast<int>(r);
   *blocks = static_cast<int>(std::min<int64_t>(t.max_blocks, units));
