@@ -46,7 +46,7 @@ def main():
         for name, body in entries(ptx).items():
             if re.search(r"(Li8E|Li4E)LNS_8SyncMode", name):
                 vec_kernels += 1
-                narrow = re.findall(r"\bst\.global(?:\.\w+)*\.(?:[usbf]8|[usbf]16|[usbf]32|[usbf]64)\b", body)
+                narrow = re.findall(r"\bst(?:\.\w+)*?\.global(?:\.\w+)*\.(?:[usbf]8|[usbf]16|[usbf]32|[usbf]64)\b", body)
                 narrow = [n for n in narrow if ".v" not in n]
                 if len(narrow) > 1:
                     failures.append(f"{a.arch} {name}: {len(narrow)} scalar global stores on the vector path ({sorted(set(narrow))})")

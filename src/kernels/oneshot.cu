@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreads) oneShotFlagKernel(DeviceComm c, RowA
           const int peer = (c.rank + d) % c.world;
           T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) +
                    (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-          storePack<T, VEC>(dst, p);
+          storePackPeer<T, VEC>(dst, p);
         }
       }
     }
@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kThreads) oneShotLamportKernel(DeviceComm c, R
           const int peer = (c.rank + d) % c.world;
           T* dst = reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) +
                    (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-          storePack<T, VEC>(dst, p);
+          storePackPeer<T, VEC>(dst, p);
         }
       }
     }

@@ -106,6 +106,15 @@ __device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int 
   }
 }
 
+// A spinning thread first makes its own earlier stores (pushes, its flag) visible with a
+// system-scope fence. Without it, H200 showed stalls of exactly one timeout-check period (256
+// polls: ~100 us in the flag wait, ~1.1 ms in the Lamport wait with its back-off) on some grids:
+// the stores only left when the periodic check's host-memory read went out. Only paid when the
+// data is not there yet, i.e. while the thread would wait anyway.
+__device__ __forceinline__ void drainStores() {
+  cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, cuda::thread_scope_system);
+}
+
 // Records a failure in the host-mapped error word. Plain volatile stores, no atomics: PCIe
 // atomics to host memory are not available everywhere. Racing blocks may interleave their details;
 // any one failure is enough for the host.
@@ -136,6 +145,8 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
         cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
         break;
       }
+      // Not there yet: push this thread's own flag store out before spinning (see drainStores).
+      if (polls == 1) drainStores();
       if ((polls & 255u) == 0) {
         const unsigned long long now = globalTimerNs();
         if (start == 0) start = now;
@@ -192,6 +203,7 @@ __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T
                                                     uint32_t epoch, volatile int* give_up) {
   Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
   if (lamportArrived(v)) return v;
+  drainStores();  // our own pushes out before we spin (see drainStores)
   unsigned long long start = 0;
   unsigned sleep_ns = 16;
   for (uint32_t polls = 1;; ++polls) {

@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) twoShotKernel(DeviceComm c, RowArgs 
       for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
         const int j = static_cast<int>(idx / nvec);
         const int64_t i = idx - j * nvec;
-        storePack<T, VEC>(dst + j * stride + i * VEC, loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC));
+        storePackPeer<T, VEC>(dst + j * stride + i * VEC, loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC));
       }
     }
     signalPeers(c, 0, b, epoch);
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kThreads) twoShotKernel(DeviceComm c, RowArgs 
             const int peer = (c.rank + d) % n;
             T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + ag_offset +
                      (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-            storePack<T, VEC>(dst, s);
+            storePackPeer<T, VEC>(dst, s);
           }
         }
         return s;

@@ -74,6 +74,28 @@ __device__ __forceinline__ void storePack(T* p, const Pack<T, VEC>& v) {
   }
 }
 
+// Stores into a peer's workspace: relaxed at system scope, i.e. strong. The PTX memory model
+// promises that a strong store becomes visible to other observers eventually; a weak (plain) store
+// has no such promise without a fence. Measured 2026-11-29 on H200 with plain stores: Lamport
+// waits that stalled ~1.1 ms per step and fenced flag steps that slowed with the grid size.
+template <typename T, int VEC>
+__device__ __forceinline__ void storePackPeer(T* p, const Pack<T, VEC>& v) {
+  if constexpr (sizeof(Pack<T, VEC>) == 16) {
+    uint4 r;
+    memcpy(&r, &v, 16);
+    asm volatile("st.relaxed.sys.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(r.x), "r"(r.y), "r"(r.z), "r"(r.w)
+                 : "memory");
+  } else if constexpr (sizeof(Pack<T, VEC>) == 4) {
+    unsigned r;
+    memcpy(&r, &v, 4);
+    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(r) : "memory");
+  } else {
+    unsigned short r;
+    memcpy(&r, &v, 2);
+    asm volatile("st.relaxed.sys.global.u16 [%0], %1;" ::"l"(p), "h"(r) : "memory");
+  }
+}
+
 // Relaxed system-scope load (L1 bypassed): polls data another GPU writes (Lamport protocol).
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> loadPackRelaxedSys(const T* p) {
