@@ -247,9 +247,15 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(one.blocks, 4);
   EXPECT_EQ(one.rows_per_step, 1);
   EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kOneShot);    // 256 KB
-  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kOneShot);   // 5.9 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kTwoShot);   // 8 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kNccl);      // 5.9 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kNccl);      // 8 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{2048, 8192}).strategy, Strategy::kTwoShot);  // 32 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{8192, 8192}).strategy, Strategy::kTwoShot);  // 128 MB
+  // The grid cap: 256 KB at hidden 1024 is 128 one-row blocks, above kAutoOneShotMaxBlocks.
+  const Plan wide = planFor(h200Pair(), Shape{128, 1024});
+  EXPECT_EQ(wide.strategy, Strategy::kNccl) << wide.reason;
+  EXPECT_NE(std::string(wide.reason).find("stall risk"), std::string::npos) << wide.reason;
+  EXPECT_EQ(planFor(h200Pair(), Shape{128, 1024}, Strategy::kOneShot, SyncMode::kAuto).strategy, Strategy::kOneShot);
 }
 
 // Steps spread rows evenly: no nearly empty last wave of blocks.
