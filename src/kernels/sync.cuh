@@ -200,7 +200,7 @@ __device__ __forceinline__ Pack<T, VEC> lamportSanitize(Pack<T, VEC> v) {
 // block's give-up flag (so the block's other pollers stop at once) and returns what it read.
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
-                                                    uint32_t epoch, volatile int* give_up) {
+                                                    uint32_t epoch, int* give_up) {
   Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
   if (lamportArrived(v)) return v;
   drainStores();  // our own pushes out before we spin (see drainStores)
@@ -214,13 +214,14 @@ __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T
     v = loadPackRelaxedSys<T, VEC>(p);
     if (lamportArrived(v)) break;
     if ((polls & 255u) == 0) {
-      if (*give_up) break;
+      // Block-scope atomics: the flag is written by whichever thread fails first, read by all.
+      if (atomicAdd(give_up, 0) != 0) break;
       const unsigned long long now = globalTimerNs();
       if (start == 0) start = now;
       const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
       if (aborted || now - start > c.timeout_ns) {
         reportFailure(c, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
-        *give_up = 1;
+        atomicExch(give_up, 1);
         break;
       }
     }
