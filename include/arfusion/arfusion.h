@@ -126,7 +126,8 @@ struct Config {
   Strategy strategy = Strategy::kAuto;     // ARFUSION_STRATEGY=auto|oneshot|twoshot|nccl
   SyncMode sync_mode = SyncMode::kAuto;    // ARFUSION_SYNC=auto|griddep|flag
 
-  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB). Messages larger than the
+  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB), split in half between the
+  // flag-protocol and the Lamport (one-shot, GridDependency) areas. Messages larger than the
   // workspace are processed in chunks, never refused; a larger workspace lets wider rows fuse.
   size_t workspace_bytes = size_t(64) << 20;
 
