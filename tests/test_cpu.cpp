@@ -37,7 +37,7 @@ Topology h200Pair() {
   t.cc_minor = 0;
   t.link = LinkType::kNVLink;
   t.max_blocks = 132;
-  t.region_bytes = (size_t(64) << 20) / (132 * 2) / 16 * 16;
+  t.region_bytes = (size_t(32) << 20) / (132 * 2) / 16 * 16;  // the default 64 MiB, halved (data | lamport)
   return t;
 }
 
@@ -256,6 +256,37 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(wide.strategy, Strategy::kNccl) << wide.reason;
   EXPECT_NE(std::string(wide.reason).find("stall risk"), std::string::npos) << wide.reason;
   EXPECT_EQ(planFor(h200Pair(), Shape{128, 1024}, Strategy::kOneShot, SyncMode::kAuto).strategy, Strategy::kOneShot);
+}
+
+// Auto never runs a one-shot grid larger than any grid measured free of the stall mode on H200
+// (45 blocks; plan.cpp, PERF-NOTES.md), whatever the table says: built-in, or a tuning file that
+// asks for one-shot everywhere.
+TEST(Plan, AutoOneShotGridsStayWithinTheCap) {
+  for (int world : {2, 4, 8}) {
+    Topology t = h200Pair();
+    t.world = world;
+    AutoTable builtin = builtinTable(t);
+    AutoTable greedy;
+    greedy.rules = {{INT64_MAX, Strategy::kOneShot}};
+    greedy.source = "test: one-shot everywhere";
+    for (const AutoTable* table : {&builtin, &greedy}) {
+      for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+        for (int64_t hidden : {256, 1000, 2048, 4096, 8192, 16384}) {
+          for (int64_t tokens : {1, 7, 31, 32, 33, 64, 100, 128, 512, 4096}) {
+            PlanInputs in;
+            in.topo = t;
+            in.sync_auto = SyncMode::kGridDependency;
+            in.table = table;
+            Plan p;
+            ASSERT_EQ(makePlan(in, Shape{tokens, hidden, d}, &p), Status::kSuccess);
+            if (p.strategy == Strategy::kOneShot) {
+              EXPECT_LE(p.blocks, 45) << world << " ranks, " << tokens << " x " << hidden << ": " << p.reason;
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 // Steps spread rows evenly: no nearly empty last wave of blocks.
