@@ -56,6 +56,20 @@ Group::~Group() {
     if (c) ncclCommDestroy(c);
 }
 
+std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& config) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
+    std::fprintf(stderr, "%s: needs 2+ GPUs, found %d\n", tool, n);
+    return nullptr;
+  }
+  auto g = std::make_unique<Group>(n, config);
+  if (!g->error().empty()) {
+    std::fprintf(stderr, "%s: %s\n", tool, g->error().c_str());
+    return nullptr;
+  }
+  return g;
+}
+
 std::string Group::deviceName() const {
   cudaDeviceProp p{};
   cudaGetDeviceProperties(&p, 0);

@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ class Group {
   std::vector<cudaStream_t> streams_;
   std::string error_;
 };
+
+// The tools' common start: a Group over every visible GPU (2 or more). On failure prints why on
+// stderr, prefixed by `tool`, and returns null.
+std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& config = arfusion::Config());
 
 // Fills a device buffer with random normal values of dtype (cuRAND Philox, on the device).
 void fillRandom(void* p, size_t count, arfusion::DType dtype, unsigned long long seed, cudaStream_t s);

@@ -32,16 +32,10 @@ int main(int argc, char** argv) {
       return a == "--help" ? 0 : 2;
     }
   }
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
-    std::fprintf(stderr, "arfusion-decode-bench: needs 2+ GPUs, found %d\n", n);
-    return 1;
-  }
-  arfbench::Group g(n);
-  if (!g.error().empty()) {
-    std::fprintf(stderr, "arfusion-decode-bench: %s\n", g.error().c_str());
-    return 1;
-  }
+  const std::unique_ptr<arfbench::Group> group = arfbench::openAllGpus("arfusion-decode-bench");
+  if (!group) return 1;
+  arfbench::Group& g = *group;
+  const int n = g.world();
   const int tp = n;
   if (H % tp || I % tp) {
     std::fprintf(stderr, "arfusion-decode-bench: hidden and intermediate must divide by TP = %d\n", tp);

@@ -78,6 +78,18 @@ struct Variant {
   SyncMode sync;
 };
 
+// Every path a group can run: the NCCL path first where there is one (the bitwise reference at 2
+// ranks), then each fused strategy x sync mode.
+std::vector<Variant> pathVariants(const RankCtx& ctx) {
+  std::vector<Variant> v;
+  if (ctx.nccl) v.push_back({Strategy::kNccl, SyncMode::kAuto});
+  if (ctx.world > 1) {
+    for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot})
+      for (SyncMode m : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) v.push_back({s, m});
+  }
+  return v;
+}
+
 std::string describe(const ShapeCase& c, Op op, const Variant& v) {
   char buf[200];
   std::snprintf(buf, sizeof buf, "[%s %s tokens=%lld hidden=%lld %s/%s%s%s] ", arfusion::toString(c.dtype),
@@ -137,12 +149,7 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
       !(err = g.upload(gamma.data(), c.hidden * E)).empty())
     return err;
 
-  std::vector<Variant> variants;
-  if (ctx.nccl) variants.push_back({Strategy::kNccl, SyncMode::kAuto});  // first: the bitwise reference at 2 ranks
-  if (ctx.world > 1) {
-    for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot})
-      for (SyncMode m : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) variants.push_back({s, m});
-  }
+  std::vector<Variant> variants = pathVariants(ctx);
   variants.push_back({Strategy::kAuto, SyncMode::kAuto});
   std::vector<Op> ops = {Op::kAllReduceAddRMSNorm};
   if (c.all_ops) ops = {Op::kAllReduceAddRMSNorm, Op::kAllReduceAdd, Op::kAllReduce};
@@ -263,10 +270,7 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
       if (!(err = in.upload(input.data(), bytes)).empty() || !(err = res_in.upload(residual.data(), bytes)).empty() ||
           !(err = g.upload(gamma.data(), H * E)).empty())
         return err;
-      std::vector<Variant> variants;
-      if (ctx.nccl) variants.push_back({Strategy::kNccl, SyncMode::kAuto});
-      for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot})
-        for (SyncMode m : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) variants.push_back({s, m});
+      const std::vector<Variant> variants = pathVariants(ctx);
       for (Op op : {Op::kAllReduce, Op::kAllReduceAddRMSNorm}) {
         std::vector<uint8_t> first_out;
         for (const Variant& v : variants) {

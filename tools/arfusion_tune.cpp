@@ -40,18 +40,12 @@ int main(int argc, char** argv) {
       return a == "--help" ? 0 : 2;
     }
   }
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
-    std::fprintf(stderr, "arfusion-tune: needs 2+ GPUs, found %d\n", n);
-    return 1;
-  }
   arfusion::Config cfg;
   cfg.tuning_file = nullptr;
-  arfbench::Group g(n, cfg);
-  if (!g.error().empty()) {
-    std::fprintf(stderr, "arfusion-tune: %s\n", g.error().c_str());
-    return 1;
-  }
+  const std::unique_ptr<arfbench::Group> group = arfbench::openAllGpus("arfusion-tune", cfg);
+  if (!group) return 1;
+  arfbench::Group& g = *group;
+  const int n = g.world();
   const int64_t row = hidden * (dtype == arfusion::DType::kFloat32 ? 4 : 2);
   std::vector<arfusion::detail::SizeTiming> rows;
   for (double b = double(min_bytes); b <= double(max_bytes) * 1.0001; b *= std::pow(2.0, 1.0 / per_octave)) {

@@ -127,13 +127,9 @@ Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
   // each other forever). Unconditional: a stream handle can be reused after its stream was
   // destroyed, and on the same stream the wait costs nothing. Inside a capture this ordering is
   // the caller's (header, "Conventions").
-  if (!capturing && has_last_call) ARF_CUDA(cudaStreamWaitEvent(stream, last_call, 0));
+  if (!capturing) ARF_CUDA(cudaStreamWaitEvent(stream, last_call, 0));
   ARF_TRY(runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream));
-  if (!capturing) {
-    ARF_CUDA(cudaEventRecord(last_call, stream));
-    last_stream = stream;
-    has_last_call = true;
-  }
+  if (!capturing) ARF_CUDA(cudaEventRecord(last_call, stream));
   return Status::kSuccess;
 }
 

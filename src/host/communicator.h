@@ -86,10 +86,9 @@ class Communicator {
   detail::DeviceComm dev{};
 
   // One call in flight: eager calls are ordered after the previous call even when it was made on
-  // another stream (the event of the last call; see run()). call_mu serialises host threads.
+  // another stream (the event of the last call, see run(); waiting on a never-recorded event is a
+  // no-op). call_mu serialises host threads.
   cudaEvent_t last_call = nullptr;
-  cudaStream_t last_stream = nullptr;
-  bool has_last_call = false;
   std::mutex call_mu;
 
   // Failure state: kSuccess, kTimeout or kAborted once the device reported a failure.

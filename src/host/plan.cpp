@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -100,11 +101,13 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
     Strategy best = Strategy::kNccl;
     double best_us = m.us_nccl;
     // NaN compares false: a strategy that did not run never wins; an NCCL time of NaN lets the
-    // fastest fused strategy win outright.
-    const bool no_nccl = !(m.us_nccl == m.us_nccl);
+    // fastest fused strategy win outright. Against NCCL a fused strategy needs the margin; between
+    // the two fused strategies the faster one wins.
+    const bool no_nccl = std::isnan(m.us_nccl);
     for (auto [s, us] : {std::pair<Strategy, double>{Strategy::kOneShot, m.us_oneshot}, {Strategy::kTwoShot, m.us_twoshot}}) {
-      if (!(us == us)) continue;
-      if ((no_nccl && best == Strategy::kNccl) || us * (1 + margin) < (best == Strategy::kNccl ? best_us : best_us * (1 + margin))) {
+      if (std::isnan(us)) continue;
+      const bool wins = best == Strategy::kNccl ? no_nccl || us * (1 + margin) < best_us : us < best_us;
+      if (wins) {
         best = s;
         best_us = us;
       }
