@@ -159,12 +159,24 @@ Status commDestroy(Communicator* comm) {
 Status commAbort(Communicator* comm) {
   detail::clearError();
   ARF_TRY(checkComm(comm));
-  reinterpret_cast<volatile uint32_t*>(&comm->ctl->abort)[0] = 1;
   int expected = 0;
   comm->failed.compare_exchange_strong(expected, static_cast<int>(Status::kAborted));
   {
     std::lock_guard<std::mutex> lock(comm->failure_mu);
     if (comm->failure_detail.empty()) comm->failure_detail = "commAbort() was called";
+  }
+  // The kernels poll the abort word in device memory; a copy on a stream of its own runs on a copy
+  // engine beside them. It is not waited for (abort never blocks); destroy synchronises the device.
+  reinterpret_cast<volatile uint32_t*>(&comm->ctl->abort_src)[0] = 1;
+  int prev = -1;
+  cudaGetDevice(&prev);
+  cudaSetDevice(comm->device);
+  const cudaError_t e = cudaMemcpyAsync(const_cast<uint32_t*>(comm->dev.abort_flag), &comm->ctl->abort_src,
+                                        sizeof(uint32_t), cudaMemcpyHostToDevice, comm->abort_stream);
+  if (prev >= 0) cudaSetDevice(prev);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return detail::failf(Status::kCudaError, "commAbort: writing the abort word failed: %s", cudaGetErrorString(e));
   }
   return Status::kSuccess;
 }

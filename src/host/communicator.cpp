@@ -130,6 +130,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     c->ctl_dev = static_cast<ControlWords*>(ctl_dev);
     ARF_CUDA(cudaDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, c->device));
     ARF_CUDA(cudaEventCreateWithFlags(&c->last_call, cudaEventDisableTiming));
+    ARF_CUDA(cudaStreamCreateWithFlags(&c->abort_stream, cudaStreamNonBlocking));
     if (nccl) {
       c->scratch_bytes = size_t(8) << 20;
       ARF_CUDA(cudaMalloc(&c->scratch, c->scratch_bytes));
@@ -289,7 +290,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   }
   d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
   d.error = c->ctl_dev->error;
-  d.abort_flag = &c->ctl_dev->abort;
+  d.abort_flag = reinterpret_cast<const uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kAbortOffset);
   d.timeout_ns = static_cast<unsigned long long>(cfg.timeout_seconds * 1e9);
   d.region_bytes = t.region_bytes;
   d.rank = c->rank;
@@ -345,6 +346,7 @@ Communicator::~Communicator() {
   if (scratch) cudaFree(scratch);
   if (ctl) cudaFreeHost(ctl);
   if (last_call) cudaEventDestroy(last_call);
+  if (abort_stream) cudaStreamDestroy(abort_stream);
   (void)cudaGetLastError();
   if (prev >= 0) cudaSetDevice(prev);
 }

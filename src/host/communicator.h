@@ -17,18 +17,20 @@ namespace arfusion {
 namespace detail {
 
 // Typed layout of one rank's workspace allocation (one cudaMalloc, exported to peers):
-//   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint32][epochs: kMaxBlocksCap uint32][pad to 4 KiB]
+//   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint32][epochs: kMaxBlocksCap uint32][abort: uint32]
+//   [pad to 4 KiB]
 //   [data:    max_blocks x kSlots regions of region_bytes]   flag protocol (sync.cuh), any contents
 //   [lamport: max_blocks x kSlots regions of region_bytes]   Lamport protocol, all-ones when idle
 // workspace_bytes is split in two halves between data and lamport. Peers write flags, data and
-// lamport; only this rank touches its epochs.
+// lamport; only this rank touches its epochs and its abort word.
 constexpr int kMaxBlocksCap = 1024;
 struct WorkspaceLayout {
   static constexpr size_t kFlagsOffset = 0;
   static constexpr size_t kFlagsBytes = sizeof(uint32_t) * kPhases * kMaxBlocksCap * kMaxRanks;
   static constexpr size_t kEpochsOffset = kFlagsBytes;
   static constexpr size_t kEpochsBytes = sizeof(uint32_t) * kMaxBlocksCap;
-  static constexpr size_t kDataOffset = (kEpochsOffset + kEpochsBytes + 4095) / 4096 * 4096;
+  static constexpr size_t kAbortOffset = kEpochsOffset + kEpochsBytes;
+  static constexpr size_t kDataOffset = (kAbortOffset + sizeof(uint32_t) + 4095) / 4096 * 4096;
   static size_t total(size_t data_bytes) { return kDataOffset + data_bytes; }
   static size_t halfBytes(size_t data_bytes) { return data_bytes / 2 / 4096 * 4096; }
   static size_t lamportOffset(size_t data_bytes) { return kDataOffset + halfBytes(data_bytes); }
@@ -39,10 +41,13 @@ struct WorkspaceLayout {
   }
 };
 
-// Host-mapped control words (pinned host memory the kernels read and write directly).
+// Pinned host words. error: host-mapped, written by a kernel only when it fails (the kernels never
+// read host memory: a GPU read of host memory took up to milliseconds on H200 and stalled every
+// waiting block behind it). abort_src: the source of the copy commAbort() makes into the abort word
+// in device memory.
 struct ControlWords {
-  uint32_t error[4];  // DeviceComm::error
-  uint32_t abort;     // DeviceComm::abort_flag
+  uint32_t error[4];   // DeviceComm::error
+  uint32_t abort_src;  // 1 once commAbort() was called
 };
 
 // max_blocks_cap > 0 caps the fused grid below the SM count (test groups that put several ranks on
@@ -81,6 +86,7 @@ class Communicator {
   std::vector<bool> peer_ipc;        // mapped through cudaIpcOpenMemHandle (close on destroy)
   detail::ControlWords* ctl = nullptr;  // host view
   detail::ControlWords* ctl_dev = nullptr;  // device view of the same pinned memory
+  cudaStream_t abort_stream = nullptr;  // commAbort()'s copy into the abort word; runs beside spinning kernels
   void* scratch = nullptr;           // NCCL path, in-place allReduceAdd
   size_t scratch_bytes = 0;
   detail::DeviceComm dev{};

@@ -31,7 +31,7 @@ struct DeviceComm {
   uint8_t* lamport[kMaxRanks]; // each rank's Lamport regions, same shape; all-ones when idle
   uint32_t* epochs;            // this rank's per-block epoch counters [max_blocks] (local)
   uint32_t* error;             // host-mapped: [0] code (0 ok, 1 timeout, 2 abort), [1] block<<8|peer, [2] epoch
-  const uint32_t* abort_flag;  // host-mapped, non-zero after commAbort()
+  const uint32_t* abort_flag;  // local device memory, non-zero after commAbort()
   unsigned long long timeout_ns;
   size_t region_bytes;         // bytes of one (block, slot) region (data and lamport alike)
   int rank;
