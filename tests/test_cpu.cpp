@@ -247,46 +247,12 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(one.blocks, 4);
   EXPECT_EQ(one.rows_per_step, 1);
   EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kOneShot);    // 256 KB
-  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kNccl);      // 5.9 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kNccl);      // 8 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{128, 8192}).strategy, Strategy::kOneShot);   // 2 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{128, 1024}).strategy, Strategy::kOneShot);   // 128 one-row blocks
+  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kOneShot);   // 5.9 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kTwoShot);   // 8 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{2048, 8192}).strategy, Strategy::kTwoShot);  // 32 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{8192, 8192}).strategy, Strategy::kTwoShot);  // 128 MB
-  // The grid cap: 256 KB at hidden 1024 is 128 one-row blocks, above kAutoOneShotMaxBlocks.
-  const Plan wide = planFor(h200Pair(), Shape{128, 1024});
-  EXPECT_EQ(wide.strategy, Strategy::kNccl) << wide.reason;
-  EXPECT_NE(std::string(wide.reason).find("stall risk"), std::string::npos) << wide.reason;
-  EXPECT_EQ(planFor(h200Pair(), Shape{128, 1024}, Strategy::kOneShot, SyncMode::kAuto).strategy, Strategy::kOneShot);
-}
-
-// Auto never runs a one-shot grid larger than any grid measured free of the stall mode on H200
-// (45 blocks; plan.cpp, PERF-NOTES.md), whatever the table says: built-in, or a tuning file that
-// asks for one-shot everywhere.
-TEST(Plan, AutoOneShotGridsStayWithinTheCap) {
-  for (int world : {2, 4, 8}) {
-    Topology t = h200Pair();
-    t.world = world;
-    AutoTable builtin = builtinTable(t);
-    AutoTable greedy;
-    greedy.rules = {{INT64_MAX, Strategy::kOneShot}};
-    greedy.source = "test: one-shot everywhere";
-    for (const AutoTable* table : {&builtin, &greedy}) {
-      for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
-        for (int64_t hidden : {256, 1000, 2048, 4096, 8192, 16384}) {
-          for (int64_t tokens : {1, 7, 31, 32, 33, 64, 100, 128, 512, 4096}) {
-            PlanInputs in;
-            in.topo = t;
-            in.sync_auto = SyncMode::kGridDependency;
-            in.table = table;
-            Plan p;
-            ASSERT_EQ(makePlan(in, Shape{tokens, hidden, d}, &p), Status::kSuccess);
-            if (p.strategy == Strategy::kOneShot) {
-              EXPECT_LE(p.blocks, 45) << world << " ranks, " << tokens << " x " << hidden << ": " << p.reason;
-            }
-          }
-        }
-      }
-    }
-  }
 }
 
 // Steps spread rows evenly: no nearly empty last wave of blocks.

@@ -54,14 +54,10 @@ AutoTable builtinTable(const Topology& t) {
     //   32 MB (2048x8192)  174.8 / 199.8 / 150.8   two-shot 1.16x
     //   128 MB (8192x8192) 613.3 / 566.6 / 571.8   two-shot 1.07x (one-shot within 1%)
     //   256 MB            1169.0 /1084.3 /1119.9   two-shot 1.04x (one-shot 3% faster at 8192)
-    // The Lamport one-shot leads up to ~6 MB and the two-shot above, when they run at speed. But
-    // on grids of 64+ blocks with one step each (1-8 MB) both showed a stall mode in 1 of ~5
-    // runs of a shape: ~1.1 ms per call (one-shot; also the decode benchmark at batch 128, 7x
-    // slower than the NCCL path), ~200 us (two-shot at 4-8 MB); cause not found (PERF-NOTES.md).
-    // Until it is, Auto keeps them where no run ever stalled: one-shot up to 256 KB (and at most
-    // kAutoOneShotMaxBlocks blocks, plan below), the NCCL path up to 16 MB, the two-shot above
-    // (many steps per block; 5-15% faster than the NCCL path in every run).
-    table.rules = {{256 * kKiB, Strategy::kOneShot}, {16 * kMiB, Strategy::kNccl}, {kAll, Strategy::kTwoShot}};
+    // The Lamport one-shot leads up to ~6 MB and the two-shot above. (A stall mode that made
+    // Auto avoid 256 KB-16 MB was the waits reading host memory; fixed 2026-11-29, see
+    // docs/PERF-NOTES.md. benchmarks/results/2026-11-29-h200x2-v3/ has the sweep of the fix.)
+    table.rules = {{6 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
   }
@@ -272,15 +268,6 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
       s = Strategy::kNccl;
       p.blocks = p.rows_per_step = 0;
       rule += "; row too wide for the workspace (" + why + "): nccl";
-    } else if (in.strategy == Strategy::kAuto && s == Strategy::kOneShot && p.blocks > kAutoOneShotMaxBlocks &&
-               t.has_nccl) {
-      // Larger one-shot grids showed the stall mode described at builtinTable (H200, 2026-11-29).
-      char buf[120];
-      std::snprintf(buf, sizeof buf, "; one-shot grid of %d blocks > %d (stall risk, PERF-NOTES.md): nccl", p.blocks,
-                    kAutoOneShotMaxBlocks);
-      rule += buf;
-      s = Strategy::kNccl;
-      p.blocks = p.rows_per_step = 0;
     }
   }
   p.strategy = s;

@@ -11,10 +11,6 @@
 
 namespace arfusion::detail {
 
-// Auto never runs a one-shot on more blocks than this (see builtinTable in plan.cpp): grids of 64+
-// one-step blocks showed a ~1.1 ms stall mode on H200 whose cause is not yet known.
-constexpr int kAutoOneShotMaxBlocks = 32;
-
 enum class LinkType : int { kSingleRank = 0, kSameDevice = 1, kNVLink = 2, kPCIe = 3 };
 const char* toString(LinkType link);
 

@@ -76,8 +76,8 @@ __device__ __forceinline__ void storePack(T* p, const Pack<T, VEC>& v) {
 
 // Stores into a peer's workspace: relaxed at system scope, i.e. strong. The PTX memory model
 // promises that a strong store becomes visible to other observers eventually; a weak (plain) store
-// has no such promise without a fence. Measured 2026-11-29 on H200 with plain stores: Lamport
-// waits that stalled ~1.1 ms per step and fenced flag steps that slowed with the grid size.
+// has no such promise without a fence, and the Lamport protocol has no fence. (The stalls once
+// blamed on plain stores were the waits' host-memory reads; see sync.cuh.) Same speed on H200.
 template <typename T, int VEC>
 __device__ __forceinline__ void storePackPeer(T* p, const Pack<T, VEC>& v) {
   if constexpr (sizeof(Pack<T, VEC>) == 16) {
