@@ -59,13 +59,19 @@ struct ShapeCase {
 // outputs poisoned, compared with the float64 reference, every element written, bitwise identical
 // across ranks, and bitwise equal to the NCCL path at 2 ranks.
 std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
-// Back-to-back calls with changing token counts, strategies and sync modes, eager and in a CUDA
-// graph; every fused output compared bit for bit on the device with a reference path (NCCL at 2
-// ranks, the other fused strategy otherwise). `calls` fused calls in total.
+// Back-to-back calls whose token count, hidden size (vector and scalar paths), dtype, strategy and
+// sync mode change every call, eager and in a CUDA graph; every fused output compared bit for bit
+// on the device with a reference path (NCCL at 2 ranks, the other fused strategy otherwise).
+// `calls` fused calls in total.
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches);
 // One communicator, calls alternating between two streams with no host sync: the library orders
 // them; every call's output is checked against the float64 reference.
 std::string scenarioTwoStreams(RankCtx& ctx);
+// A second communicator over the same GPUs (NCCL split), both used at once from two streams,
+// issued in opposite orders on the two ranks, `iterations` times; every output compared with a
+// golden call checked against the float64 reference. Both use `config` (its max_blocks must let
+// their grids fit together).
+std::string scenarioTwoCommunicators(RankCtx& ctx, const arfusion::Config& config, int iterations);
 // NaN (incl. the all-ones pattern of Lamport sentinels), +-Inf, -0.0 and overflow in the inputs:
 // every fused path gives what the NCCL path gives (NaN matching any NaN).
 std::string scenarioSpecialValues(RankCtx& ctx);

@@ -336,46 +336,67 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
 }
 
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches) {
-  const DType d = DType::kBFloat16;
-  const int64_t H = 4096, Tmax = 512;
-  const size_t bytes = Tmax * H * 2;
-  static const int64_t kTokens[] = {1, 128, 3, 64, 17, 256, 2, 300, 5, 512, 33, 129, 7, 96, 1, 200,
-                                    4, 64, 511, 8, 16, 1, 48, 255, 9, 128, 2, 384, 31, 1, 77, 160};
-  constexpr int kSeq = 32;
+  // One round: 32 calls whose token count, hidden size (vector and scalar paths) and dtype change
+  // every call.
+  struct Call {
+    int64_t T, H;
+    DType d;
+  };
+  constexpr DType bf = DType::kBFloat16, h16 = DType::kFloat16, f32 = DType::kFloat32;
+  static const Call kSeq[] = {{1, 4096, bf},  {128, 4096, bf}, {3, 8192, h16},  {64, 2880, f32},  {17, 4096, bf},
+                              {256, 8192, bf}, {2, 1004, h16},  {300, 4096, bf}, {5, 5120, f32},   {512, 2048, h16},
+                              {33, 8192, bf},  {129, 1002, f32}, {7, 4096, h16}, {96, 4096, bf},   {1, 8192, f32},
+                              {200, 2880, bf}, {4, 4096, bf},   {64, 8192, h16}, {511, 1024, bf},  {8, 1004, bf},
+                              {16, 16384, bf}, {1, 2048, h16},  {48, 4096, f32}, {255, 4096, bf},  {9, 8192, bf},
+                              {128, 5120, h16}, {2, 4096, f32}, {384, 4096, bf}, {31, 2880, h16},  {1, 1004, bf},
+                              {77, 8192, bf},  {160, 4096, h16}};
+  constexpr int kSeqLen = static_cast<int>(sizeof kSeq / sizeof kSeq[0]);
+  const size_t max_elems = size_t(512) * 8192;
+  const int64_t max_h = 16384;
   const bool nccl_ref = ctx.nccl && ctx.world == 2;
-  DevBuf in, res_in, g, res_f, out_f, res_r, out_r, counter;
+  DevBuf res_f, out_f, res_r, out_r, counter;
+  DevBuf in[3], res_in[3], g[3];  // per dtype (bf16, fp16, fp32)
   std::string err;
-  for (DevBuf* b : {&in, &res_in, &res_f, &out_f, &res_r, &out_r})
-    if (!(err = b->alloc(bytes, ctx.stream)).empty()) return err;
-  if (!(err = g.alloc(H * 2, ctx.stream)).empty() || !(err = counter.alloc(8, ctx.stream)).empty()) return err;
-  const auto hin = randomTensor(Tmax * H, d, seed * 97 + ctx.rank);
-  const auto hres = randomTensor(Tmax * H, d, seed * 97 + 50);
-  const auto hg = randomTensor(H, d, seed * 97 + 51);
-  if (!(err = in.upload(hin.data(), bytes)).empty() || !(err = res_in.upload(hres.data(), bytes)).empty() ||
-      !(err = g.upload(hg.data(), H * 2)).empty())
-    return err;
+  for (DevBuf* b : {&res_f, &out_f, &res_r, &out_r})
+    if (!(err = b->alloc(max_elems * 4, ctx.stream)).empty()) return err;
+  if (!(err = counter.alloc(8, ctx.stream)).empty()) return err;
+  for (int t = 0; t < 3; ++t) {
+    const DType d = t == 0 ? bf : t == 1 ? h16 : f32;
+    const size_t es = d == f32 ? 4 : 2;
+    const auto hin = randomTensor(max_elems, d, seed * 97 + ctx.rank + 10 * t);
+    const auto hres = randomTensor(max_elems, d, seed * 97 + 50 + t);
+    const auto hg = randomTensor(max_h, d, seed * 97 + 60 + t);
+    if (!(err = in[t].alloc(max_elems * es, ctx.stream)).empty() || !(err = res_in[t].alloc(max_elems * es, ctx.stream)).empty() ||
+        !(err = g[t].alloc(max_h * es, ctx.stream)).empty())
+      return err;
+    if (!(err = in[t].upload(hin.data(), max_elems * es)).empty() || !(err = res_in[t].upload(hres.data(), max_elems * es)).empty() ||
+        !(err = g[t].upload(hg.data(), max_h * es)).empty())
+      return err;
+  }
   CK(cudaMemsetAsync(counter.p, 0, 8, ctx.stream));
 
   auto body = [&](int k) -> std::string {
-    const int64_t T = kTokens[k];
+    const Call& c = kSeq[k];
+    const int t = c.d == bf ? 0 : c.d == h16 ? 1 : 2;
+    const size_t bytes = size_t(c.T * c.H) * (c.d == f32 ? 4 : 2);
     const Strategy fused = k % 3 == 0 ? Strategy::kOneShot : k % 3 == 1 ? Strategy::kTwoShot : (nccl_ref ? Strategy::kAuto : Strategy::kOneShot);
     const Strategy refs = nccl_ref ? Strategy::kNccl : (fused == Strategy::kOneShot ? Strategy::kTwoShot : Strategy::kOneShot);
     const SyncMode sync = k % 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency;
-    perturb(in.p, T * H * 2, ctx.stream);
+    perturb(in[t].p, bytes, ctx.stream);
     OK(arfusion::commSetStrategy(ctx.comm, fused, sync));
-    OK(arfusion::allReduceAddRMSNorm(ctx.comm, in.p, res_in.p, res_f.p, g.p, out_f.p, T, H, d, 1e-6f, ctx.stream));
+    OK(arfusion::allReduceAddRMSNorm(ctx.comm, in[t].p, res_in[t].p, res_f.p, g[t].p, out_f.p, c.T, c.H, c.d, 1e-6f, ctx.stream));
     OK(arfusion::commSetStrategy(ctx.comm, refs, k % 4 < 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency));
-    OK(arfusion::allReduceAddRMSNorm(ctx.comm, in.p, res_in.p, res_r.p, g.p, out_r.p, T, H, d, 1e-6f, ctx.stream));
-    countMismatch(res_f.p, res_r.p, T * H * 2, static_cast<unsigned long long*>(counter.p), ctx.stream);
-    countMismatch(out_f.p, out_r.p, T * H * 2, static_cast<unsigned long long*>(counter.p), ctx.stream);
+    OK(arfusion::allReduceAddRMSNorm(ctx.comm, in[t].p, res_in[t].p, res_r.p, g[t].p, out_r.p, c.T, c.H, c.d, 1e-6f, ctx.stream));
+    countMismatch(res_f.p, res_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream);
+    countMismatch(out_f.p, out_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream);
     return "";
   };
 
-  const int64_t rounds = (calls + kSeq - 1) / kSeq;
+  const int64_t rounds = (calls + kSeqLen - 1) / kSeqLen;
   const int64_t eager_rounds = rounds / 8 + 1;
   *compared = 0;
   for (int64_t r = 0; r < eager_rounds; ++r) {
-    for (int k = 0; k < kSeq; ++k) {
+    for (int k = 0; k < kSeqLen; ++k) {
       if (!(err = body(k)).empty()) return "eager: " + err;
       ++*compared;
     }
@@ -383,7 +404,7 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   CK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
-  for (int k = 0; k < kSeq; ++k) {
+  for (int k = 0; k < kSeqLen; ++k) {
     if (!(err = body(k)).empty()) {
       cudaStreamEndCapture(ctx.stream, &graph);
       return "capture: " + err;
@@ -393,7 +414,7 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   CK(cudaGraphInstantiate(&exec, graph, 0));
   for (int64_t r = eager_rounds; r < rounds; ++r) {
     CK(cudaGraphLaunch(exec, ctx.stream));
-    *compared += kSeq;
+    *compared += kSeqLen;
   }
   CK(cudaStreamSynchronize(ctx.stream));
   cudaGraphExecDestroy(exec);
@@ -455,6 +476,91 @@ std::string scenarioTwoStreams(RankCtx& ctx) {
   }
   cudaStreamSynchronize(ctx.stream);
   cudaStreamDestroy(other);
+  return err;
+}
+
+std::string scenarioTwoCommunicators(RankCtx& ctx, const arfusion::Config& config, int iterations) {
+  // Communicator B over the same ranks and GPUs (an NCCL split of A's communicator).
+  ncclComm_t nccl_b = nullptr;
+  if (ncclCommSplit(ctx.nccl, 0, ctx.rank, &nccl_b, nullptr) != ncclSuccess) return "ncclCommSplit failed";
+  arfusion::Communicator* comm_b = nullptr;
+  const Status created = arfusion::commCreate(nccl_b, config, &comm_b);
+  if (created != Status::kSuccess) {
+    ncclCommDestroy(nccl_b);
+    return std::string("commCreate(B): ") + arfusion::lastError();
+  }
+  cudaStream_t stream_b = nullptr;
+  std::string err = [&]() -> std::string {
+    CK(cudaStreamCreateWithFlags(&stream_b, cudaStreamNonBlocking));
+    // Shapes that take every block the communicators may use: A a one-shot/two-shot at 8 MB, B at 2 MB.
+    struct Side {
+      arfusion::Communicator* comm;
+      cudaStream_t stream;
+      DType d;
+      int64_t T, H;
+      uint64_t seed;
+      std::vector<uint8_t> residual, gamma;
+      Reference ref;
+      DevBuf in, res_in, g, golden_res, golden_out, res_out, out, counter;
+    };
+    Side sides[2];
+    sides[0].comm = ctx.comm, sides[0].stream = ctx.stream, sides[0].d = DType::kBFloat16, sides[0].T = 512, sides[0].H = 8192, sides[0].seed = 8100;
+    sides[1].comm = comm_b, sides[1].stream = stream_b, sides[1].d = DType::kFloat16, sides[1].T = 256, sides[1].H = 4096, sides[1].seed = 8200;
+    for (Side& x : sides) {
+      const size_t n = x.T * x.H, bytes = n * 2;
+      std::vector<std::vector<uint8_t>> inputs(ctx.world);
+      for (int r = 0; r < ctx.world; ++r) inputs[r] = randomTensor(n, x.d, x.seed + r);
+      x.residual = randomTensor(n, x.d, x.seed + 50);
+      x.gamma = randomTensor(x.H, x.d, x.seed + 51);
+      x.ref = reference(inputs, x.residual, x.gamma, x.T, x.H, x.d, 1e-6);
+      std::string e;
+      for (DevBuf* b : {&x.in, &x.res_in, &x.golden_res, &x.golden_out, &x.res_out, &x.out})
+        if (!(e = b->alloc(bytes, x.stream)).empty()) return e;
+      if (!(e = x.g.alloc(x.H * 2, x.stream)).empty() || !(e = x.counter.alloc(8, x.stream)).empty()) return e;
+      if (!(e = x.in.upload(inputs[ctx.rank].data(), bytes)).empty() || !(e = x.res_in.upload(x.residual.data(), bytes)).empty() ||
+          !(e = x.g.upload(x.gamma.data(), x.H * 2)).empty())
+        return e;
+      CK(cudaMemsetAsync(x.counter.p, 0, 8, x.stream));
+      for (DevBuf* b : {&x.golden_res, &x.golden_out}) CK(cudaMemsetAsync(b->p, 0xff, bytes, x.stream));
+      // The golden output: one call alone, checked against the float64 reference.
+      OK(arfusion::allReduceAddRMSNorm(x.comm, x.in.p, x.res_in.p, x.golden_res.p, x.g.p, x.golden_out.p, x.T, x.H, x.d, 1e-6f, x.stream));
+      CK(cudaStreamSynchronize(x.stream));
+      const CheckResult a = check(download(x.golden_res), x.ref, x.gamma, x.T, x.H, x.d, 1);
+      const CheckResult b = check(download(x.golden_out), x.ref, x.gamma, x.T, x.H, x.d, 2);
+      if (!a.ok() || !b.ok()) return "golden call: " + (a.ok() ? b.first : a.first);
+    }
+    // Both at once, issued in opposite orders on the two ranks, strategies changing: every call is
+    // compared with the golden output on the device (outputs poisoned before each call).
+    for (int i = 0; i < iterations; ++i) {
+      for (int k = 0; k < 2; ++k) {
+        Side& x = sides[(k + ctx.rank + i) % 2];
+        const size_t bytes = x.T * x.H * 2;
+        OK(arfusion::commSetStrategy(x.comm, i % 3 == 0 ? Strategy::kOneShot : i % 3 == 1 ? Strategy::kTwoShot : Strategy::kAuto,
+                                     i % 2 ? SyncMode::kFlagBarrier : SyncMode::kAuto));
+        CK(cudaMemsetAsync(x.res_out.p, 0xff, bytes, x.stream));
+        CK(cudaMemsetAsync(x.out.p, 0xff, bytes, x.stream));
+        OK(arfusion::allReduceAddRMSNorm(x.comm, x.in.p, x.res_in.p, x.res_out.p, x.g.p, x.out.p, x.T, x.H, x.d, 1e-6f, x.stream));
+        countMismatch(x.res_out.p, x.golden_res.p, bytes, static_cast<unsigned long long*>(x.counter.p), x.stream);
+        countMismatch(x.out.p, x.golden_out.p, bytes, static_cast<unsigned long long*>(x.counter.p), x.stream);
+      }
+    }
+    for (Side& x : sides) {
+      CK(cudaStreamSynchronize(x.stream));
+      const char* detail = nullptr;
+      if (arfusion::commGetAsyncError(x.comm, &detail) != Status::kSuccess) return std::string("device error: ") + detail;
+      unsigned long long mism = 0;
+      CK(cudaMemcpy(&mism, x.counter.p, 8, cudaMemcpyDeviceToHost));
+      if (mism) return std::to_string(mism) + " mismatching words on the " + (&x == &sides[0] ? "first" : "second") + " communicator";
+      OK(arfusion::commSetStrategy(x.comm, Strategy::kAuto, SyncMode::kAuto));
+    }
+    return "";
+  }();
+  if (stream_b) {
+    cudaStreamSynchronize(stream_b);
+    cudaStreamDestroy(stream_b);
+  }
+  arfusion::commDestroy(comm_b);
+  ncclCommDestroy(nccl_b);
   return err;
 }
 

@@ -109,7 +109,8 @@ TEST(Env, OverridesApply) {
   Config c;
   std::string storage;
   ASSERT_EQ(applyEnv(mapEnv({{"ARFUSION_STRATEGY", "twoshot"}, {"ARFUSION_SYNC", "flag"}, {"ARFUSION_WORKSPACE_MB", "16"},
-                             {"ARFUSION_TIMEOUT_S", "2.5"}, {"ARFUSION_TUNING_FILE", "/tmp/x"}, {"ARFUSION_SELF_CHECK", "0"}}),
+                             {"ARFUSION_TIMEOUT_S", "2.5"}, {"ARFUSION_TUNING_FILE", "/tmp/x"}, {"ARFUSION_SELF_CHECK", "0"},
+                             {"ARFUSION_MAX_BLOCKS", "66"}}),
                      &c, &storage),
             Status::kSuccess);
   EXPECT_EQ(c.strategy, Strategy::kTwoShot);
@@ -118,6 +119,7 @@ TEST(Env, OverridesApply) {
   EXPECT_DOUBLE_EQ(c.timeout_seconds, 2.5);
   EXPECT_STREQ(c.tuning_file, "/tmp/x");
   EXPECT_FALSE(c.self_check);
+  EXPECT_EQ(c.max_blocks, 66);
 }
 
 TEST(Env, UnsetLeavesDefaults) {
@@ -133,7 +135,7 @@ TEST(Env, MalformedValuesAreErrorsNamingTheVariable) {
   const std::map<std::string, std::string> bad[] = {
       {{"ARFUSION_STRATEGY", "fast"}}, {{"ARFUSION_SYNC", "pdl"}},        {{"ARFUSION_WORKSPACE_MB", "0"}},
       {{"ARFUSION_WORKSPACE_MB", "abc"}}, {{"ARFUSION_TIMEOUT_S", "-1"}}, {{"ARFUSION_TIMEOUT_S", "inf"}},
-      {{"ARFUSION_SELF_CHECK", "yes"}}};
+      {{"ARFUSION_SELF_CHECK", "yes"}},  {{"ARFUSION_MAX_BLOCKS", "-1"}},   {{"ARFUSION_MAX_BLOCKS", "1.5"}}};
   for (const auto& m : bad) {
     Config c;
     std::string storage;

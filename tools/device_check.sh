@@ -22,8 +22,8 @@ if has tests; then
 fi
 if has sanitize; then
   for tool in memcheck racecheck synccheck initcheck; do
-    timeout 280 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu \
-      --gtest_filter='ThreadsNccl2.BadInput*:AddRMSNorm.*:Ranks/LocalGroup.Shapes/0' > "$OUT/sanitize-$tool.log" 2>&1
+    ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout ${SAN_LIMIT_S:-150} compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu \
+      --gtest_filter='Sanitize.*:ThreadsNccl2.BadInput*:AddRMSNorm.*' > "$OUT/sanitize-$tool.log" 2>&1
     echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
   done
 fi

@@ -28,9 +28,12 @@
 //   * One call in flight per communicator. Eager calls are made safe: a call on another stream
 //     than the previous call waits for it (cudaStreamWaitEvent), so alternating streams is
 //     correct, just serialised. Inside CUDA-graph capture that ordering is the caller's: do not
-//     replay two graphs holding calls of one communicator concurrently. Two communicators on the
-//     same GPUs used at once from different streams are not tested yet: fused kernels spin-wait
-//     for their peers, so two grids that together exceed a GPU's SMs can stall until the timeout.
+//     replay two graphs holding calls of one communicator concurrently.
+//   * Several communicators on the same GPUs may run at once from different streams, in any order
+//     per rank, if their fused grids fit on the GPU together: set Config::max_blocks so that they
+//     add up to at most the SM count (fused kernels spin-wait for their peers; a kernel whose
+//     blocks cannot all start waits for one that cannot finish, until the timeout). commCreate
+//     logs a warning when a second communicator on a device leaves no room for the first.
 //   * Bad input returns kInvalidArgument (or kNotSupported) before anything is launched: no output
 //     byte is written.
 #pragma once
@@ -142,6 +145,13 @@ struct Config {
 
   // Run the one-time GridDependency self-check at creation (ARFUSION_SELF_CHECK=0 disables it).
   bool self_check = true;
+
+  // Most blocks a fused kernel may use on each GPU (ARFUSION_MAX_BLOCKS); 0: the SM count. A fused
+  // kernel spin-waits for its peers, so all its blocks must be resident at once. Communicators
+  // used at the same time on the same GPUs (from different streams) must fit together: give each
+  // a share, e.g. SM count / 2 for two (the fused kernels run one block per SM). The smallest
+  // value over the ranks applies.
+  int max_blocks = 0;
 
   // Let ARFUSION_* environment variables override the fields above.
   bool read_env = true;

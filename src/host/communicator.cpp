@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "arch.h"
@@ -28,6 +30,7 @@ struct PeerInfo {
   char why[160];     // if not, why
   uint64_t workspace_bytes;
   int32_t strategy, sync_mode, self_check;
+  int32_t max_blocks;  // Config::max_blocks (0: no cap)
   uint64_t host_hash;
   int32_t pid;
   int32_t device;  // ordinal in its own process
@@ -78,6 +81,11 @@ Status agree(Bootstrap& boot, bool ok, const std::string& why, bool* all_ok, std
   return Status::kSuccess;
 }
 
+// Fused blocks of the live communicators per device in this process: a warning when they could not
+// all be resident at once (see Config::max_blocks).
+std::mutex g_blocks_mu;
+std::map<int, int> g_blocks_on_device;
+
 }  // namespace
 
 Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, const Config& config_in,
@@ -106,6 +114,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
       return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
     if (cfg.workspace_bytes < (size_t(1) << 20))
       return failf(Status::kInvalidArgument, "workspace_bytes must be >= 1 MiB (got %zu)", cfg.workspace_bytes);
+    if (cfg.max_blocks < 0) return failf(Status::kInvalidArgument, "max_blocks must be >= 0 (got %d)", cfg.max_blocks);
     if (static_cast<unsigned>(cfg.strategy) > 3 || static_cast<unsigned>(cfg.sync_mode) > 2)
       return fail(Status::kInvalidArgument, "Config::strategy or sync_mode is not a valid enum value");
     if (c->world < 1 || c->world > kMaxRanks)
@@ -147,6 +156,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   me.strategy = static_cast<int32_t>(cfg.strategy);
   me.sync_mode = static_cast<int32_t>(cfg.sync_mode);
   me.self_check = cfg.self_check ? 1 : 0;
+  me.max_blocks = cfg.max_blocks;
   me.host_hash = hostHash();
   me.pid = static_cast<int32_t>(getpid());
   me.device = c->device;
@@ -188,6 +198,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   for (int r = 0; r < c->world; ++r) {
     const PeerInfo& p = peers[r];
     t.max_blocks = std::min(t.max_blocks, int(p.sm_count));
+    if (p.max_blocks > 0) t.max_blocks = std::min(t.max_blocks, int(p.max_blocks));
     if (p.cc_major != prop.major || p.cc_minor != prop.minor) t.mixed_arch = true;
     if (r == c->rank || !local_ok) continue;
     if (p.host_hash != me.host_hash) {
@@ -329,6 +340,17 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
        c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",
        t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.region_bytes, toString(c->sync_auto),
        c->sync_auto_reason.c_str(), c->table.source.c_str());
+  if (t.fusion_ok) {
+    std::lock_guard<std::mutex> lock(g_blocks_mu);
+    int& used = g_blocks_on_device[c->device];
+    used += t.max_blocks;
+    c->registered_blocks = t.max_blocks;
+    if (used > prop.multiProcessorCount)
+      logf(LogLevel::kWarn, c->rank,
+           "communicators on device %d may use %d fused blocks together, more than its %d SMs: if they run at the "
+           "same time, give each a share with Config::max_blocks (ARFUSION_MAX_BLOCKS) or they can wait until the timeout",
+           c->device, used, prop.multiProcessorCount);
+  }
   *out = c.release();
   return Status::kSuccess;
 }
@@ -336,6 +358,10 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
 }  // namespace detail
 
 Communicator::~Communicator() {
+  if (registered_blocks) {
+    std::lock_guard<std::mutex> lock(detail::g_blocks_mu);
+    detail::g_blocks_on_device[device] -= registered_blocks;
+  }
   int prev = -1;
   cudaGetDevice(&prev);
   cudaSetDevice(device);

@@ -14,6 +14,7 @@ const EnvVar kEnvVars[] = {
     {"ARFUSION_TIMEOUT_S", "seconds a device wait may spin (> 0): overrides Config::timeout_seconds"},
     {"ARFUSION_TUNING_FILE", "path of a tuning file from tools/arfusion-tune: overrides Config::tuning_file"},
     {"ARFUSION_SELF_CHECK", "0|1: overrides Config::self_check"},
+    {"ARFUSION_MAX_BLOCKS", "most blocks of a fused kernel (>= 0, 0 = SM count): overrides Config::max_blocks"},
     {"ARFUSION_LOG", "error|warn|info|debug: log level on stderr (default warn)"},
 };
 const int kNumEnvVars = sizeof(kEnvVars) / sizeof(kEnvVars[0]);
@@ -70,6 +71,12 @@ Status applyEnv(const EnvLookup& env, Config* c, std::string* tuning_file_storag
     if (!parseDouble(v, &s) || s <= 0)
       return failf(Status::kInvalidArgument, "ARFUSION_TIMEOUT_S='%s' is not a positive number of seconds", v);
     c->timeout_seconds = s;
+  }
+  if (const char* v = env("ARFUSION_MAX_BLOCKS")) {
+    double n = 0;
+    if (!parseDouble(v, &n) || n < 0 || n > 1 << 20 || n != static_cast<int>(n))
+      return failf(Status::kInvalidArgument, "ARFUSION_MAX_BLOCKS='%s' is not a whole number >= 0", v);
+    c->max_blocks = static_cast<int>(n);
   }
   if (const char* v = env("ARFUSION_TUNING_FILE")) {
     *tuning_file_storage = v;
