@@ -32,6 +32,7 @@ std::function<void(const void*, void*, size_t)> ncclHostAllGather(ncclComm_t ncc
   return [=](const void* mine, void* all, size_t bytes) {
     void* d = nullptr;
     cudaMalloc(&d, bytes * world);
+    cudaMemsetAsync(d, 0, bytes * world, stream);  // defined bytes for NCCL's in-place all-gather (initcheck)
     cudaMemcpyAsync(static_cast<char*>(d) + rank * bytes, mine, bytes, cudaMemcpyHostToDevice, stream);
     ncclAllGather(static_cast<char*>(d) + rank * bytes, d, bytes, ncclUint8, nccl, stream);
     cudaMemcpyAsync(all, d, bytes * world, cudaMemcpyDeviceToHost, stream);

@@ -17,9 +17,11 @@ using arfusion::Status;
 
 namespace {
 
-arfusion::Config testConfig(double timeout = 5.0) {
+// timeout 0: ARFTEST_TIMEOUT_S if set (sanitizers slow kernels down a lot), else 5 s.
+arfusion::Config testConfig(double timeout = 0) {
   arfusion::Config c;
-  c.timeout_seconds = timeout;
+  const char* env = std::getenv("ARFTEST_TIMEOUT_S");
+  c.timeout_seconds = timeout > 0 ? timeout : env ? std::atof(env) : 5.0;
   c.read_env = false;
   return c;
 }
@@ -170,8 +172,7 @@ INSTANTIATE_TEST_SUITE_P(Ranks, LocalGroup, ::testing::Values(2, 3, 4, 8));
 // Small and quick: the target of compute-sanitizer runs (tools/device_check.sh sanitize).
 TEST(Sanitize, SmallShapesTwoRanks) {
   std::string skip;
-  const char* t = std::getenv("ARFTEST_TIMEOUT_S");  // sanitizers slow kernels down a lot
-  const std::string err = runLocalGroup(2, testConfig(t ? std::atof(t) : 60), 8,
+  const std::string err = runLocalGroup(2, testConfig(), 8,
                                         allShapes({{DType::kBFloat16, 3, 1024, 61, true}, {DType::kFloat32, 17, 2880, 62},
                                                    {DType::kFloat16, 5, 1000, 63, false, true}}),
                                         &skip);

@@ -21,8 +21,8 @@ if has tests; then
   grep -h -E "^(soak|process soak|timeout)" "$OUT/ctest.log" || true
 fi
 if has sanitize; then
-  for tool in memcheck racecheck synccheck initcheck; do
-    ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout ${SAN_LIMIT_S:-150} compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu \
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout ${SAN_LIMIT_S:-150} compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 $B/tests/test_gpu \
       --gtest_filter='Sanitize.*:ThreadsNccl2.BadInput*:AddRMSNorm.*' > "$OUT/sanitize-$tool.log" 2>&1
     echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
   done

@@ -27,6 +27,8 @@ class NcclBootstrap final : public Bootstrap {
       buf_ = nullptr;
       cap_ = 0;
       ARF_CUDA(cudaMalloc(&buf_, need));
+      // NCCL's in-place all-gather reads the whole buffer (initcheck): give it defined bytes.
+      ARF_CUDA(cudaMemsetAsync(buf_, 0, need, stream_));
       cap_ = need;
     }
     char* dev = static_cast<char*>(buf_);

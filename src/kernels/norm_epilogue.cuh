@@ -48,35 +48,47 @@ struct RowEpilogue {
     }
 
     if (nvec <= int64_t(kThreads) * kMaxVecPerThread) {
-      float z[kMaxVecPerThread][VEC];
+      // Residual and gamma do not depend on the sum: their loads go out before sumFn, whose wait
+      // for the peers (fused kernels) then hides their latency. (Loading them after the sum put two
+      // dependent load latencies on the critical path of every call.) Gamma only for the first
+      // kGammaPrefetch vectors (rows up to 8192 bf16): all four spilled registers.
+      const T* gamma = static_cast<const T*>(a.gamma);
+      constexpr int kGammaPrefetch = 2;
+      P r[kMaxVecPerThread], g[kMaxVecPerThread];
+#pragma unroll
+      for (int k = 0; k < kMaxVecPerThread; ++k) {
+        const int64_t i = threadIdx.x + int64_t(k) * kThreads;
+        if (i < nvec) {
+          r[k] = loadPack<T, VEC>(res_in + i * VEC);
+          if (norm && k < kGammaPrefetch) g[k] = loadPack<T, VEC>(gamma + i * VEC);
+        }
+      }
+      P ro[kMaxVecPerThread];  // residual_out as stored: z = float(ro) exactly
       float ss = 0.f;
 #pragma unroll
       for (int k = 0; k < kMaxVecPerThread; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
           const P s = sumFn(i);
-          const P r = loadPack<T, VEC>(res_in + i * VEC);
-          P ro;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
-            ro.v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
-            z[k][e] = toFloat(ro.v[e]);
-            ss += z[k][e] * z[k][e];
+            ro[k].v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r[k].v[e]));
+            const float z = toFloat(ro[k].v[e]);
+            ss += z * z;
           }
-          storePack<T, VEC>(res_out + i * VEC, ro);
+          storePack<T, VEC>(res_out + i * VEC, ro[k]);
         }
       }
       if (!norm) return;
       const float scale = blockScale(a, sh, ss);
-      const T* gamma = static_cast<const T*>(a.gamma);
 #pragma unroll
       for (int k = 0; k < kMaxVecPerThread; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P g = loadPack<T, VEC>(gamma + i * VEC);
+          if (k >= kGammaPrefetch) g[k] = loadPack<T, VEC>(gamma + i * VEC);
           P o;
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(z[k][e] * scale * toFloat(g.v[e]));
+          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[k].v[e]) * scale * toFloat(g[k].v[e]));
           storePack<T, VEC>(out + i * VEC, o);
         }
       }
