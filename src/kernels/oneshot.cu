@@ -30,7 +30,7 @@ namespace {
 
 template <typename T, int VEC, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC>;
+  using Epi = RowEpilogue<T, VEC, /*kPrefetch=*/true>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -102,7 +102,7 @@ template <typename T, int VEC, SyncMode kSync>
 // spilled ~440 bytes per thread in the epilogue.
 __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
-  using Epi = RowEpilogue<T, VEC>;
+  using Epi = RowEpilogue<T, VEC, /*kPrefetch=*/true>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
