@@ -22,10 +22,7 @@
 
 namespace arfusion::detail {
 
-// kPrefetch: load residual and gamma before calling sumFn (see run). For latency-bound callers
-// whose sumFn waits (the one-shot); a bandwidth-bound caller (the add-RMSNorm kernel, the two-shot)
-// loses occupancy to the extra live registers: add-RMSNorm at 8192 x 8192 took 227 us instead of 145.
-template <typename T, int VEC, bool kPrefetch = false>
+template <typename T, int VEC>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
   using BlockReduce = cub::BlockReduce<float, kThreads>;
@@ -51,50 +48,35 @@ struct RowEpilogue {
     }
 
     if (nvec <= int64_t(kThreads) * kMaxVecPerThread) {
-      // kPrefetch: residual and gamma do not depend on the sum, so their loads go out before
-      // sumFn, whose wait for the peers then hides their latency (after the sum they put two
-      // dependent load latencies on the critical path of every call). Gamma only for the first
-      // kGammaPrefetch vectors (rows up to 8192 bf16): all four spilled registers.
-      const T* gamma = static_cast<const T*>(a.gamma);
-      constexpr int kGammaPrefetch = kPrefetch ? 2 : 0;
-      P r[kMaxVecPerThread], g[kMaxVecPerThread];
-      if constexpr (kPrefetch) {
-#pragma unroll
-        for (int k = 0; k < kMaxVecPerThread; ++k) {
-          const int64_t i = threadIdx.x + int64_t(k) * kThreads;
-          if (i < nvec) {
-            r[k] = loadPack<T, VEC>(res_in + i * VEC);
-            if (norm && k < kGammaPrefetch) g[k] = loadPack<T, VEC>(gamma + i * VEC);
-          }
-        }
-      }
-      P ro[kMaxVecPerThread];  // residual_out as stored: z = float(ro) exactly
+      float z[kMaxVecPerThread][VEC];
       float ss = 0.f;
 #pragma unroll
       for (int k = 0; k < kMaxVecPerThread; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
           const P s = sumFn(i);
-          if constexpr (!kPrefetch) r[k] = loadPack<T, VEC>(res_in + i * VEC);
+          const P r = loadPack<T, VEC>(res_in + i * VEC);
+          P ro;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) {
-            ro[k].v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r[k].v[e]));
-            const float z = toFloat(ro[k].v[e]);
-            ss += z * z;
+            ro.v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
+            z[k][e] = toFloat(ro.v[e]);
+            ss += z[k][e] * z[k][e];
           }
-          storePack<T, VEC>(res_out + i * VEC, ro[k]);
+          storePack<T, VEC>(res_out + i * VEC, ro);
         }
       }
       if (!norm) return;
       const float scale = blockScale(a, sh, ss);
+      const T* gamma = static_cast<const T*>(a.gamma);
 #pragma unroll
       for (int k = 0; k < kMaxVecPerThread; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
-          if (k >= kGammaPrefetch) g[k] = loadPack<T, VEC>(gamma + i * VEC);
+          const P g = loadPack<T, VEC>(gamma + i * VEC);
           P o;
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[k].v[e]) * scale * toFloat(g[k].v[e]));
+          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(z[k][e] * scale * toFloat(g.v[e]));
           storePack<T, VEC>(out + i * VEC, o);
         }
       }

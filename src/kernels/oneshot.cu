@@ -30,7 +30,7 @@ namespace {
 
 template <typename T, int VEC, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, /*kPrefetch=*/true>;
+  using Epi = RowEpilogue<T, VEC>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -98,11 +98,9 @@ __global__ void __launch_bounds__(kThreads) oneShotFlagKernel(DeviceComm c, RowA
 
 
 template <typename T, int VEC, SyncMode kSync>
-// (kThreads, 1): without the explicit one block per SM, ptxas held this kernel to 64 registers and
-// spilled ~440 bytes per thread in the epilogue.
-__global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+__global__ void __launch_bounds__(kThreads) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
-  using Epi = RowEpilogue<T, VEC, /*kPrefetch=*/true>;
+  using Epi = RowEpilogue<T, VEC>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
