@@ -1,7 +1,8 @@
 // Google Benchmark suite: one family per path, arguments tokens x hidden x dtype, timed with CUDA
 // events around CUDA-graph replays (manual time = per-call time, max over ranks, median of 7
 // replays). Counters: us, algbw and busbw (GB/s), speedup over the NCCL path of the same shape
-// measured in the same run, and %peer (of the peer-copy bandwidth measured in the same run).
+// measured in the same run, and %peer: bus bandwidth (bytes/t * 2(n-1)/n, what each rank must send
+// and receive in a ring or two-shot allreduce) over the peer-copy bandwidth of the same run.
 // Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
 #include <benchmark/benchmark.h>
 
@@ -61,7 +62,7 @@ void run(benchmark::State& state, Path path, Op op) {
   if (it != g_nccl_us.end()) state.counters["speedup_vs_nccl_path"] = it->second / t.us;
   if (path == Path::kPeerCopy) g_peer_gbs = std::max(g_peer_gbs, bytes / (t.us * 1e-6) / 1e9);
   if (g_peer_gbs > 0 && path != Path::kAddRMSNorm)
-    state.counters["pct_peer_bw"] = 100.0 * (bytes * (n - 1) / n) / (t.us * 1e-6) / 1e9 / g_peer_gbs;
+    state.counters["pct_peer_bw"] = 100.0 * state.counters["busbw_GBs"] / g_peer_gbs;
   if (!t.plan.empty()) state.SetLabel(t.plan);
 }
 
