@@ -176,7 +176,9 @@ Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm);
 Status commDestroy(Communicator* comm);
 
 // Makes every kernel of this communicator that is waiting for a peer give up (kAborted) and fails
-// the communicator: every later call returns kAborted. Safe from any host thread.
+// the communicator: every later call returns kAborted. Safe from any host thread; does not block
+// (it queues a 4-byte copy into the abort word in device memory on a stream of its own, which a
+// copy engine runs beside the waiting kernels; they notice it within a few hundred microseconds).
 Status commAbort(Communicator* comm);
 
 // Reads the device-side error word without synchronizing: kSuccess, kTimeout or kAborted.

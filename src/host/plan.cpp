@@ -40,23 +40,24 @@ std::string topoKey(const Topology& t) {
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
   if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
-    // Measured 2026-11-29 (benchmarks/results/2026-11-29-h200x2-v2/sweep.txt), 2 x H200 NV18,
+    // Measured 2026-11-29 (benchmarks/results/2026-11-29-h200x2-v3/sweep.txt), 2 x H200 NV18,
     // allreduce + add + RMSNorm, CUDA-graph replay, us per call, max over ranks, bf16 and fp16 at
-    // hidden 4096 and 8192 (every size in the file; a few here), NCCL path / one-shot / two-shot:
-    //   8 KB   (1x4096)      9.3 /   5.0 /  10.7   one-shot 1.85x
-    //   128 KB (8x8192)     10.7 /   8.0 /  14.2   one-shot 1.33x
-    //   512 KB (32x8192)    13.5 /   9.0 /  15.0   one-shot 1.50x
-    //   2 MB   (256x4096)   30.3 /  13.4 /  17.5   one-shot 2.26x
-    //   4 MB   (256x8192)   36.5 /  20.5 /  24.5   one-shot 1.78x
-    //   5.9 MB (362x8192)   46.6 /  29.1 /  31.4   one-shot 1.60x
-    //   8 MB   (512x8192)   58.2 /  42.0 /  40.6   two-shot (fp16 4096: 45.0 vs 42.1)
-    //   11.9 MB (724x8192)  75.3 /  68.5 /  55.1   two-shot 1.37x
-    //   32 MB (2048x8192)  174.8 / 199.8 / 150.8   two-shot 1.16x
-    //   128 MB (8192x8192) 613.3 / 566.6 / 571.8   two-shot 1.07x (one-shot within 1%)
-    //   256 MB            1169.0 /1084.3 /1119.9   two-shot 1.04x (one-shot 3% faster at 8192)
-    // The Lamport one-shot leads up to ~6 MB and the two-shot above. (A stall mode that made
-    // Auto avoid 256 KB-16 MB was the waits reading host memory; fixed 2026-11-29, see
-    // docs/PERF-NOTES.md. benchmarks/results/2026-11-29-h200x2-v3/ has the sweep of the fix.)
+    // hidden 4096 and 8192 (116 sizes in the file; bf16 8192 here), NCCL path / one-shot / two-shot:
+    //   16 KB  (1x8192)     10.0 /   6.7 /  13.3   one-shot 1.48x
+    //   128 KB (8x8192)     10.7 /   7.8 /  14.3   one-shot 1.37x
+    //   512 KB (32x8192)    13.5 /   9.2 /  15.1   one-shot 1.48x
+    //   2 MB   (128x8192)   30.6 /  14.3 /  17.6   one-shot 2.15x
+    //   4 MB   (256x8192)   36.4 /  21.1 /  24.7   one-shot 1.72x
+    //   5.9 MB (362x8192)   46.4 /  31.0 /  31.2   one-shot (the crossover)
+    //   8 MB   (512x8192)   58.7 /  46.4 /  40.6   two-shot 1.45x
+    //   11.9 MB (724x8192)  75.9 /  73.7 /  55.1   two-shot 1.38x
+    //   32 MB (2048x8192)  175.9 / 188.8 / 153.0   two-shot 1.15x
+    //   128 MB (8192x8192) 613.5 / 619.4 / 582.1   two-shot 1.06x
+    //   256 MB            1175.5 /1191.7 /1115.9   two-shot 1.05x
+    // The Lamport one-shot leads up to ~6 MB, the two-shot above; the NCCL path is slower at every
+    // size. Auto is within 5% of the fastest fixed strategy at 115 of the 116 sizes and never
+    // slower than the NCCL path. (Session 2 kept 256 KB-16 MB on the NCCL path because of a stall
+    // mode; it was the waits reading host memory, fixed the same day: docs/PERF-NOTES.md.)
     table.rules = {{6 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
