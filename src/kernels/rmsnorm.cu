@@ -1,7 +1,8 @@
 // Fused residual-add + RMSNorm on one GPU: the epilogue of the NCCL path (and the whole op at one
 // rank).
 //
-// Algorithm: one block of kThreads per row (grid-stride over rows), the shared RowEpilogue:
+// Algorithm: one block of kThreads per row (grid-stride over rows), the shared RowEpilogue with the
+// fewest vectors per thread that hold the row (kVpt 1, 2 or 4):
 // 16-byte loads, fp32 math, CUB BlockReduce for sum(z^2). With the row in registers each byte of
 // x, residual_in and gamma is read once and residual_out and norm_out written once, the minimum.
 // x may alias norm_out (the NCCL path reduces into norm_out): every element of x is read by the
@@ -11,17 +12,31 @@
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 
+#include <type_traits>
+
 namespace arfusion::detail {
 namespace {
 
-template <typename T, int VEC>
-__global__ void __launch_bounds__(kThreads) addRMSNormKernel(RowArgs a) {
-  using Epi = RowEpilogue<T, VEC>;
+// Rows of up to 2 vectors per thread (bf16/fp16 hidden <= 8192, fp32 <= 4096) compile for 3
+// resident blocks per SM (40 registers): the kernel is latency-bound per row (load, block
+// reduction, store), and a third block per SM took 8192 x 8192 bf16 from 141 to 133 us on H200
+// (gamma loaded after the reduction: loading it before spilled at 40 registers, 164 us).
+// Session-4 measurements: benchmarks/results/2026-11-29-h200x2-v4/.
+template <int kVpt>
+constexpr int normMinBlocks() { return kVpt <= 2 ? 3 : 1; }
+
+// kNorm: 1 norm, 0 add only; kVpt = kMaxVecPerThread takes the op at run time (RowEpilogue::run,
+// every op, rows of any width).
+template <typename T, int VEC, int kVpt, int kNorm>
+__global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt>()) addRMSNormKernel(RowArgs a) {
+  using Epi = RowEpilogue<T, VEC, kVpt>;
   __shared__ typename Epi::Shared sh;
   const T* x = static_cast<const T*>(a.input);
   for (int64_t row = blockIdx.x; row < a.tokens; row += gridDim.x) {
     const T* xr = x + row * a.hidden;
-    Epi::run(a, row, sh, [&](int64_t i) { return loadPack<T, VEC>(xr + i * VEC); });
+    auto load = [xr](int64_t i) { return loadPack<T, VEC>(xr + i * VEC); };
+    if constexpr (kVpt < kMaxVecPerThread) Epi::template runInRegisters<kNorm>(a, row, sh, load);
+    else Epi::run(a, row, sh, load);
   }
 }
 
@@ -32,7 +47,20 @@ cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cuda
   return dispatchType(dtype, vector, [&](auto tv) {
     using T = typename decltype(tv)::type;
     constexpr int VEC = decltype(tv)::vec;
-    addRMSNormKernel<T, VEC><<<blocks, kThreads, 0, stream>>>(args);
+    auto launchFits = [&](auto vpt) {
+      constexpr int kVpt = decltype(vpt)::value;
+      if (args.op == Op::kAllReduceAddRMSNorm) addRMSNormKernel<T, VEC, kVpt, 1><<<blocks, kThreads, 0, stream>>>(args);
+      else addRMSNormKernel<T, VEC, kVpt, 0><<<blocks, kThreads, 0, stream>>>(args);
+      return cudaGetLastError();
+    };
+    // Rows of 16-byte vectors that fit 1 or 2 per thread get the lean kernels; everything else,
+    // including a one-rank group's plain allreduce (out = x), the general one.
+    const int64_t per_thread = (args.hidden / VEC + kThreads - 1) / kThreads;
+    if constexpr (VEC > 1) {
+      if (args.op != Op::kAllReduce && per_thread <= 1) return launchFits(std::integral_constant<int, 1>{});
+      if (args.op != Op::kAllReduce && per_thread <= 2) return launchFits(std::integral_constant<int, 2>{});
+    }
+    addRMSNormKernel<T, VEC, kMaxVecPerThread, -1><<<blocks, kThreads, 0, stream>>>(args);
     return cudaGetLastError();
   });
 }
