@@ -335,6 +335,24 @@ TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
   }
 }
 
+// A one-shot step never puts more than 128 KiB into a region, however large the region (it does not
+// overlap a block's push with its reduction: fewer, larger steps measured slower); the pipelined
+// two-shot takes steps as large as the region allows. Regions of a 256 MiB workspace here.
+TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
+  Topology t = h200Pair();
+  t.region_bytes = (size_t(128) << 20) / (132 * 2) / 16 * 16;  // ~508 KB
+  const Shape sh{8192, 8192, DType::kBFloat16};                 // 16 KB rows
+  int blocks = 0, rows = 0;
+  ASSERT_TRUE(fusedGeometry(t, Strategy::kOneShot, sh, &blocks, &rows, nullptr));
+  EXPECT_LE(int64_t(rows) * 16384, 128 * 1024);
+  EXPECT_GE(rows, 7);  // the 64 MiB workspace's steps, where it measured fastest
+  ASSERT_TRUE(fusedGeometry(t, Strategy::kTwoShot, sh, &blocks, &rows, nullptr));
+  EXPECT_GT(int64_t(rows) * 2 * 16384, 128 * 1024);
+  // A row wider than the cap still fuses, one row per step.
+  ASSERT_TRUE(fusedGeometry(t, Strategy::kOneShot, Shape{4, 131072, DType::kBFloat16}, &blocks, &rows, nullptr));
+  EXPECT_EQ(rows, 1);
+}
+
 TEST(Plan, IsAPureFunctionOfItsInputs) {
   const Topology t = h200Pair();
   for (int64_t tokens : {1, 3, 300, 8192}) {

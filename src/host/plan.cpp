@@ -29,6 +29,8 @@ const char* toString(LinkType l) {
 namespace {
 constexpr int64_t kKiB = 1024, kMiB = 1024 * 1024;
 constexpr int64_t kAll = INT64_MAX;
+// Most bytes a one-shot step may put into one region (see fusedGeometry).
+constexpr int64_t kOneShotStepBytes = 128 * kKiB;
 
 std::string topoKey(const Topology& t) {
   char buf[96];
@@ -199,7 +201,7 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   const int64_t stride = static_cast<int64_t>(rowStride(shape.hidden, shape.dtype));
   // Rows a region must hold per row of R: one-shot (n-1) peers; two-shot (n-1) RS + (n-1) AG.
   const int64_t per_r = (s == Strategy::kTwoShot ? 2 : 1) * int64_t(n > 1 ? n - 1 : 1) * stride;
-  const int64_t r_max = static_cast<int64_t>(t.region_bytes) / per_r;
+  int64_t r_max = static_cast<int64_t>(t.region_bytes) / per_r;
   if (r_max < 1 || t.max_blocks < 1) {
     if (why) {
       char buf[200];
@@ -209,6 +211,11 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
     }
     return false;
   }
+  // The one-shot does not overlap a block's push with its reduction, so it wants many small steps
+  // (blocks drift apart and one's push overlaps another's epilogue); the pipelined two-shot wants
+  // few large ones (each step pays two flag crossings). H200 pair, bf16 8192 x 8192 one-shot:
+  // 622 us at 7 rows per step, 705 us at 31 (docs/PERF-NOTES.md).
+  if (s == Strategy::kOneShot) r_max = std::min(r_max, std::max<int64_t>(1, kOneShotStepBytes / per_r));
   const int64_t unit_rows = s == Strategy::kTwoShot ? n : 1;  // rows per unit per R
   const int64_t per_block = (shape.tokens + unit_rows * t.max_blocks - 1) / (unit_rows * t.max_blocks);
   // Steps per block when R is as large as a region allows, then the smallest R that still needs
