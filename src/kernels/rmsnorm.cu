@@ -25,8 +25,8 @@ namespace {
 template <int kVpt>
 constexpr int normMinBlocks() { return kVpt <= 2 ? 3 : 1; }
 
-// kNorm: 1 norm, 0 add only; kVpt = kMaxVecPerThread takes the op at run time (RowEpilogue::run,
-// every op, rows of any width).
+// kNorm: 1 norm, 0 add only; the kVpt = kMaxVecPerThread kernel (kNormAtRuntime) takes the op at
+// run time (RowEpilogue::run: every op, rows of any width).
 template <typename T, int VEC, int kVpt, int kNorm>
 __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt>()) addRMSNormKernel(RowArgs a) {
   using Epi = RowEpilogue<T, VEC, kVpt>;
@@ -60,7 +60,7 @@ cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cuda
       if (args.op != Op::kAllReduce && per_thread <= 1) return launchFits(std::integral_constant<int, 1>{});
       if (args.op != Op::kAllReduce && per_thread <= 2) return launchFits(std::integral_constant<int, 2>{});
     }
-    addRMSNormKernel<T, VEC, kMaxVecPerThread, -1><<<blocks, kThreads, 0, stream>>>(args);
+    addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime><<<blocks, kThreads, 0, stream>>>(args);
     return cudaGetLastError();
   });
 }

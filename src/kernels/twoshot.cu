@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     return left <= 0 ? 0 : static_cast<int>(left < R ? left : R);
   };
 
-  // 1. Reduce-scatter of unit u at epoch e: each peer's rows go to that peer (slot e%2, RS part).
+  // RS(u, e): each peer's rows of unit u go to that peer (slot e%2, RS part); signal phase 0.
   auto pushScatter = [&](int64_t u, uint32_t e) {
     const int64_t unit0 = u * n * R;
     for (int d = 1; d < n; ++d) {
@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   for (int64_t u = b; u < units; u += gridDim.x) {
     ++epoch;
     const int64_t unit0 = u * n * R;
+    // 1. Wait for this unit's reduce-scatter.
     if (!waitPeers(c, 0, b, epoch)) return;
 
     // 2. Reduce the owned rows, all-gather each sum as it is produced, epilogue locally.
@@ -119,12 +120,13 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
       });
     }
     signalPeers(c, 1, b, epoch);
-    // The next unit's reduce-scatter goes out now, so its transfer overlaps this unit's all-gather
+    // 3. The next unit's reduce-scatter goes out now, so its transfer overlaps this unit's all-gather
     // wait and peer epilogue (the header says why slot (epoch+1)%2's RS part is free here).
     if (u + gridDim.x < units) pushScatter(u + gridDim.x, epoch + 1);
+    // 4. Wait for the gathered sums.
     if (!waitPeers(c, 1, b, epoch)) return;
 
-    // 3. Epilogue of the peers' rows from the gathered sums.
+    // 5. Epilogue of the peers' rows from the gathered sums.
     for (int d = 1; d < n; ++d) {
       const int owner = (c.rank + d) % n;
       const int64_t first = unit0 + int64_t(owner) * R;
