@@ -25,9 +25,12 @@ namespace arfusion::detail {
 // kVpt: vectors per thread a row may need and still stay in registers (a wider row takes the two
 // passes). Kernels that want more resident blocks instantiate the smallest that fits the row.
 // The result is the same bits for every kVpt.
-// Gamma is loaded after the block reduction: loading it before (to hide its latency behind the
-// barriers) kept 16-32 more registers live and measured slower in every kernel on H200 (one-shot
-// 1 x 4096 4.8 vs 4.6 us; add-RMSNorm at 3 blocks per SM spilled, 8192 x 8192 164 vs 133 us).
+// Loads before the wait: residual_in is loaded before sumFn (which, in the fused kernels, waits for
+// the peers), and so is gamma of each thread's first vector; the other vectors' gamma comes after
+// the block reduction. Gamma of every vector early kept 16-32 more registers live and measured
+// slower (session 4: add-RMSNorm at 3 blocks per SM spilled, 8192 x 8192 164 vs 133 us); the first
+// vector alone costs ~4 registers, no spill, and took the one-shot at 1 x 4096 from 4.6 to 4.2-4.3 us
+// (H200 pair, session 5; benchmarks/results/2026-11-30-h200x2-v5/).
 template <typename T, int VEC, int kVpt = kMaxVecPerThread>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
@@ -60,8 +63,8 @@ struct RowEpilogue {
     // Wide rows: two passes.
     float ss = 0.f;
     for (int64_t i = threadIdx.x; i < nvec; i += kThreads) {
-      const P s = sumFn(i);
       const P r = loadPack<T, VEC>(res_in + i * VEC);
+      const P s = sumFn(i);
       P ro;
 #pragma unroll
       for (int e = 0; e < VEC; ++e) {
@@ -96,13 +99,18 @@ struct RowEpilogue {
     // residual_out is kept as stored (T), not as fp32: half the registers, and z = float(ro) is
     // exactly what pass 2 of the wide path re-reads, so both paths give the same bits.
     P ro[kVpt];
+    P g0;  // gamma of the thread's first vector, loaded early (see the note above the struct)
     float ss = 0.f;
 #pragma unroll
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = threadIdx.x + int64_t(k) * kThreads;
       if (i < nvec) {
-        const P s = sumFn(i);
+        // residual_in (and gamma of the first vector) first: the loads are in flight while sumFn
+        // waits for the peers' data.
         const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
+        if (k == 0 && (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)))
+          g0 = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
+        const P s = sumFn(i);
 #pragma unroll
         for (int e = 0; e < VEC; ++e) {
           ro[k].v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
@@ -119,7 +127,7 @@ struct RowEpilogue {
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P g = loadPack<T, VEC>(gamma + i * VEC);
+          const P g = k == 0 ? g0 : loadPack<T, VEC>(gamma + i * VEC);
           P o;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[k].v[e]) * scale * toFloat(g.v[e]));
