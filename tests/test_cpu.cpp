@@ -10,6 +10,7 @@
 
 #include "arfusion/arfusion.h"
 #include "host/arch.h"
+#include "host/communicator.h"
 #include "host/env.h"
 #include "host/plan.h"
 #include "host/validate.h"
@@ -37,7 +38,8 @@ Topology h200Pair() {
   t.cc_minor = 0;
   t.link = LinkType::kNVLink;
   t.max_blocks = 132;
-  t.region_bytes = (size_t(32) << 20) / (132 * 2) / 16 * 16;  // the default 64 MiB, halved (data | lamport)
+  t.region_bytes = (size_t(32) << 20) / (132 * 2) / 16 * 16;  // the default 64 MiB, halved (lamport | data)
+  t.lamport_region_bytes = t.region_bytes;
   return t;
 }
 
@@ -296,6 +298,11 @@ TEST(Plan, RowTooWideForTheWorkspaceFallsBack) {
   Topology t = h200Pair();
   t.region_bytes = 4096;
   EXPECT_EQ(planFor(t, Shape{4, 8192}).strategy, Strategy::kNccl);
+  t = h200Pair();  // the one-shot also needs a Lamport region that holds the row
+  t.lamport_region_bytes = 4096;
+  EXPECT_EQ(planFor(t, Shape{4, 8192}).strategy, Strategy::kNccl);
+  t = h200Pair();
+  t.region_bytes = 4096;
   Status st;
   planFor(t, Shape{4, 8192}, Strategy::kOneShot, SyncMode::kAuto, &st);
   EXPECT_EQ(st, Status::kNotSupported);
@@ -329,6 +336,9 @@ TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
           EXPECT_LE(blocks, units);
           const int64_t per_r = (s == Strategy::kTwoShot ? 2 : 1) * (world - 1) * int64_t(rowStride(hidden, sh.dtype));
           EXPECT_LE(rows * per_r, int64_t(t.region_bytes));
+          if (s == Strategy::kOneShot) {
+            EXPECT_LE(rows * per_r, int64_t(t.lamport_region_bytes));
+          }
         }
       }
     }
@@ -337,10 +347,12 @@ TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
 
 // A one-shot step never puts more than 128 KiB into a region, however large the region (it does not
 // overlap a block's push with its reduction: fewer, larger steps measured slower); the pipelined
-// two-shot takes steps as large as the region allows. Regions of a 256 MiB workspace here.
+// two-shot takes steps as large as the region allows. Regions of a 256 MiB workspace here (the
+// Lamport area stays 32 MiB).
 TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
   Topology t = h200Pair();
-  t.region_bytes = (size_t(128) << 20) / (132 * 2) / 16 * 16;  // ~508 KB
+  t.region_bytes = (size_t(224) << 20) / (132 * 2) / 16 * 16;  // ~890 KB
+  t.lamport_region_bytes = (size_t(32) << 20) / (132 * 2) / 16 * 16;
   const Shape sh{8192, 8192, DType::kBFloat16};                 // 16 KB rows
   int blocks = 0, rows = 0;
   ASSERT_TRUE(fusedGeometry(t, Strategy::kOneShot, sh, &blocks, &rows, nullptr));
@@ -348,9 +360,32 @@ TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
   EXPECT_GE(rows, 7);  // the 64 MiB workspace's steps, where it measured fastest
   ASSERT_TRUE(fusedGeometry(t, Strategy::kTwoShot, sh, &blocks, &rows, nullptr));
   EXPECT_GT(int64_t(rows) * 2 * 16384, 128 * 1024);
-  // A row wider than the cap still fuses, one row per step.
+  // A row wider than the cap still fuses, one row per step, where a region holds it (16 blocks).
+  t.max_blocks = 16;
+  t.region_bytes = (size_t(224) << 20) / (16 * 2) / 16 * 16;
+  t.lamport_region_bytes = (size_t(32) << 20) / (16 * 2) / 16 * 16;
   ASSERT_TRUE(fusedGeometry(t, Strategy::kOneShot, Shape{4, 131072, DType::kBFloat16}, &blocks, &rows, nullptr));
   EXPECT_EQ(rows, 1);
+}
+
+// The Lamport area (one-shot) takes half the workspace up to 32 MiB; the flag-protocol area the
+// rest. Areas do not overlap and stay inside the allocation.
+TEST(Workspace, LamportAreaIsCappedTheDataAreaTakesTheRest) {
+  using L = WorkspaceLayout;
+  for (size_t mib : {1, 8, 64, 128, 256, 1024}) {
+    const size_t ws = mib << 20;
+    EXPECT_EQ(L::lamportBytes(ws), std::min<size_t>(ws / 2, size_t(32) << 20)) << mib;
+    EXPECT_EQ(L::dataOffset(ws), L::lamportOffset() + L::lamportBytes(ws)) << mib;
+    EXPECT_EQ(L::dataOffset(ws) + L::dataBytes(ws), L::total(ws)) << mib;
+    for (int blocks : {8, 132}) {
+      EXPECT_LE(size_t(blocks) * kSlots * L::lamportRegionBytes(ws, blocks), L::lamportBytes(ws));
+      EXPECT_LE(size_t(blocks) * kSlots * L::regionBytes(ws, blocks), L::dataBytes(ws));
+      EXPECT_EQ(L::regionBytes(ws, blocks) % 16, 0u);
+      EXPECT_EQ(L::lamportRegionBytes(ws, blocks) % 16, 0u);
+    }
+  }
+  EXPECT_EQ(L::regionBytes(size_t(64) << 20, 132), L::lamportRegionBytes(size_t(64) << 20, 132));
+  EXPECT_GT(L::regionBytes(size_t(256) << 20, 132), 6 * L::lamportRegionBytes(size_t(256) << 20, 132));
 }
 
 TEST(Plan, IsAPureFunctionOfItsInputs) {

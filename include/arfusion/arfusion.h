@@ -129,14 +129,12 @@ struct Config {
   Strategy strategy = Strategy::kAuto;     // ARFUSION_STRATEGY=auto|oneshot|twoshot|nccl
   SyncMode sync_mode = SyncMode::kAuto;    // ARFUSION_SYNC=auto|griddep|flag
 
-  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB), split in half between the
-  // flag-protocol and the Lamport (one-shot, GridDependency) areas. Messages larger than the
-  // workspace are processed in steps, never refused; a larger workspace lets wider rows fuse and
-  // gives the two-shot fewer, larger steps (each step pays two flag crossings). Measured on 2 x H200,
-  // bf16, us per call at 64 / 128 / 256 / 512 MiB, two-shot: 2048 x 8192 150 / 139 / 136 / 131,
-  // 8192 x 8192 553 / 531 / 510 / 495. But the one-shot, the decode kernel, lost 0.1-0.2 us at
-  // 1 x 4096 (4.8 -> 5.0) with 256 MiB. So 64 MiB is the default; a prefill-heavy engine may take
-  // 256 MiB for 8% at 32-128 MB messages.
+  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB). Half of it, at most 32 MiB,
+  // is the Lamport area of the one-shot; the rest is the flag-protocol area, whose size sets the
+  // two-shot's step (each step pays two flag crossings, so larger steps are faster). Messages larger
+  // than the workspace are processed in steps, never refused. Measured on 2 x H200, bf16, us per
+  // call at 64 / 128 / 256 MiB (session 5): two-shot 2048 x 8192 150 / 136 / 133, 8192 x 8192
+  // 554 / 506 / 484; one-shot and every message up to 8 MB the same at all three.
   size_t workspace_bytes = size_t(64) << 20;
 
   // How long a device-side wait for a peer may spin before the call fails with kTimeout

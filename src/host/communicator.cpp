@@ -125,9 +125,13 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     ARF_CUDA(cudaGetDeviceProperties(&prop, c->device));
     const size_t ws_total = WorkspaceLayout::total(cfg.workspace_bytes);
     ARF_CUDA(cudaMalloc(&c->workspace, ws_total));
-    ARF_CUDA(cudaMemset(c->workspace, 0, WorkspaceLayout::kDataOffset));
+    // Control words and the flag-protocol area start zeroed: no kernel ever reads a byte nobody
+    // wrote (compute-sanitizer initcheck, run per process, cannot see a peer's stores).
+    ARF_CUDA(cudaMemset(c->workspace, 0, WorkspaceLayout::kAreasOffset));
+    ARF_CUDA(cudaMemset(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::dataOffset(cfg.workspace_bytes), 0,
+                        WorkspaceLayout::dataBytes(cfg.workspace_bytes)));
     // The Lamport area starts all-ones ("nothing arrived"); every reader restores it after use.
-    ARF_CUDA(cudaMemset(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::lamportOffset(cfg.workspace_bytes), 0xff,
+    ARF_CUDA(cudaMemset(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::lamportOffset(), 0xff,
                         WorkspaceLayout::lamportBytes(cfg.workspace_bytes)));
     ARF_CUDA(cudaDeviceSynchronize());
     void* ctl = nullptr;
@@ -242,6 +246,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   }
   t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
   t.region_bytes = WorkspaceLayout::regionBytes(cfg.workspace_bytes, t.max_blocks);
+  t.lamport_region_bytes = WorkspaceLayout::lamportRegionBytes(cfg.workspace_bytes, t.max_blocks);
   if (t.mixed_arch && local_ok) {
     local_ok = false;
     local_why = "ranks run on different GPU architectures";
@@ -296,14 +301,15 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   for (int r = 0; r < c->world; ++r) {
     auto* base = static_cast<uint8_t*>(c->peer_base[r]);
     d.flags[r] = base ? reinterpret_cast<uint32_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
-    d.data[r] = base ? base + WorkspaceLayout::kDataOffset : nullptr;
-    d.lamport[r] = base ? base + WorkspaceLayout::lamportOffset(cfg.workspace_bytes) : nullptr;
+    d.data[r] = base ? base + WorkspaceLayout::dataOffset(cfg.workspace_bytes) : nullptr;
+    d.lamport[r] = base ? base + WorkspaceLayout::lamportOffset() : nullptr;
   }
   d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
   d.error = c->ctl_dev->error;
   d.abort_flag = reinterpret_cast<const uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kAbortOffset);
   d.timeout_ns = static_cast<unsigned long long>(cfg.timeout_seconds * 1e9);
   d.region_bytes = t.region_bytes;
+  d.lamport_region_bytes = t.lamport_region_bytes;
   d.rank = c->rank;
   d.world = c->world;
   d.max_blocks = t.max_blocks;
@@ -336,9 +342,9 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   c->boot = std::move(boot);
   if (t.fusion_ok && cfg.self_check && pol.default_sync == SyncMode::kGridDependency) ARF_TRY(selfCheck(c.get()));
 
-  logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d, region %zu B, sync auto %s (%s), table %s",
+  logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d, regions %zu B (Lamport %zu B), sync auto %s (%s), table %s",
        c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",
-       t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.region_bytes, toString(c->sync_auto),
+       t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.region_bytes, t.lamport_region_bytes, toString(c->sync_auto),
        c->sync_auto_reason.c_str(), c->table.source.c_str());
   if (t.fusion_ok) {
     std::lock_guard<std::mutex> lock(g_blocks_mu);

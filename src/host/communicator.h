@@ -19,10 +19,13 @@ namespace detail {
 // Typed layout of one rank's workspace allocation (one cudaMalloc, exported to peers):
 //   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint32][epochs: kMaxBlocksCap uint32][abort: uint32]
 //   [pad to 4 KiB]
-//   [data:    max_blocks x kSlots regions of region_bytes]   flag protocol (sync.cuh), any contents
-//   [lamport: max_blocks x kSlots regions of region_bytes]   Lamport protocol, all-ones when idle
-// workspace_bytes is split in two halves between data and lamport. Peers write flags, data and
-// lamport; only this rank touches its epochs and its abort word.
+//   [lamport: max_blocks x kSlots regions of lamport_region_bytes]  Lamport protocol, all-ones when idle
+//   [data:    max_blocks x kSlots regions of region_bytes]          flag protocol (sync.cuh), any contents
+// workspace_bytes is split between the two areas: the Lamport area takes half, but never more than
+// kLamportMaxBytes, and the flag-protocol area the rest. The Lamport area only serves the one-shot,
+// whose steps are capped at 128 KiB per region (plan.cpp), which 32 MiB gives 128 blocks; a larger
+// workspace goes to the flag-protocol area, where it buys the two-shot larger steps. Peers write
+// flags, data and lamport; only this rank touches its epochs and its abort word.
 constexpr int kMaxBlocksCap = 1024;
 struct WorkspaceLayout {
   static constexpr size_t kFlagsOffset = 0;
@@ -30,14 +33,22 @@ struct WorkspaceLayout {
   static constexpr size_t kEpochsOffset = kFlagsBytes;
   static constexpr size_t kEpochsBytes = sizeof(uint32_t) * kMaxBlocksCap;
   static constexpr size_t kAbortOffset = kEpochsOffset + kEpochsBytes;
-  static constexpr size_t kDataOffset = (kAbortOffset + sizeof(uint32_t) + 4095) / 4096 * 4096;
-  static size_t total(size_t data_bytes) { return kDataOffset + data_bytes; }
-  static size_t halfBytes(size_t data_bytes) { return data_bytes / 2 / 4096 * 4096; }
-  static size_t lamportOffset(size_t data_bytes) { return kDataOffset + halfBytes(data_bytes); }
-  static size_t lamportBytes(size_t data_bytes) { return data_bytes - halfBytes(data_bytes); }
-  // Bytes of one (block, slot) region, a multiple of 16; the same in both areas.
-  static size_t regionBytes(size_t data_bytes, int max_blocks) {
-    return max_blocks > 0 ? halfBytes(data_bytes) / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+  static constexpr size_t kAreasOffset = (kAbortOffset + sizeof(uint32_t) + 4095) / 4096 * 4096;
+  static constexpr size_t kLamportMaxBytes = size_t(32) << 20;
+  static size_t total(size_t workspace_bytes) { return kAreasOffset + workspace_bytes; }
+  static size_t lamportOffset() { return kAreasOffset; }
+  static size_t lamportBytes(size_t workspace_bytes) {
+    const size_t half = workspace_bytes / 2 / 4096 * 4096;
+    return half < kLamportMaxBytes ? half : kLamportMaxBytes;
+  }
+  static size_t dataOffset(size_t workspace_bytes) { return kAreasOffset + lamportBytes(workspace_bytes); }
+  static size_t dataBytes(size_t workspace_bytes) { return workspace_bytes - lamportBytes(workspace_bytes); }
+  // Bytes of one (block, slot) region of each area, multiples of 16.
+  static size_t regionBytes(size_t workspace_bytes, int max_blocks) {
+    return max_blocks > 0 ? dataBytes(workspace_bytes) / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+  }
+  static size_t lamportRegionBytes(size_t workspace_bytes, int max_blocks) {
+    return max_blocks > 0 ? lamportBytes(workspace_bytes) / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
   }
 };
 

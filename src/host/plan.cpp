@@ -201,12 +201,15 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   const int64_t stride = static_cast<int64_t>(rowStride(shape.hidden, shape.dtype));
   // Rows a region must hold per row of R: one-shot (n-1) peers; two-shot (n-1) RS + (n-1) AG.
   const int64_t per_r = (s == Strategy::kTwoShot ? 2 : 1) * int64_t(n > 1 ? n - 1 : 1) * stride;
-  int64_t r_max = static_cast<int64_t>(t.region_bytes) / per_r;
+  // A two-shot step fills a region of the flag-protocol area; a one-shot step must fit both areas'
+  // regions (Lamport one-shot, flag one-shot), so the geometry does not depend on the sync mode.
+  const size_t capacity = s == Strategy::kTwoShot ? t.region_bytes : std::min(t.region_bytes, t.lamport_region_bytes);
+  int64_t r_max = static_cast<int64_t>(capacity) / per_r;
   if (r_max < 1 || t.max_blocks < 1) {
     if (why) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "a %" PRId64 "-byte row needs %" PRId64 " bytes per workspace region, which holds %zu (raise workspace_bytes)",
-                    stride, per_r, t.region_bytes);
+                    stride, per_r, capacity);
       *why = buf;
     }
     return false;

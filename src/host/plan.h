@@ -25,7 +25,8 @@ struct Topology {
   bool mixed_arch = false;
   LinkType link = LinkType::kSingleRank;  // slowest link between any two ranks
   int max_blocks = 0;           // min SM count over ranks: fused grids never exceed it
-  size_t region_bytes = 0;      // bytes of one (block, slot) workspace region
+  size_t region_bytes = 0;      // bytes of one (block, slot) region of the flag-protocol area
+  size_t lamport_region_bytes = 0;  // ... and of the Lamport area (communicator.h: WorkspaceLayout)
 };
 
 // Auto rules: the first rule whose max_bytes >= the message size (tokens*hidden*elem) applies.

@@ -28,12 +28,13 @@ constexpr int kPhases = 2;
 struct DeviceComm {
   uint32_t* flags[kMaxRanks];  // each rank's flag array: [kPhases][max_blocks][kMaxRanks] (by sender)
   uint8_t* data[kMaxRanks];    // each rank's data regions: [max_blocks][kSlots][region_bytes]
-  uint8_t* lamport[kMaxRanks]; // each rank's Lamport regions, same shape; all-ones when idle
+  uint8_t* lamport[kMaxRanks]; // each rank's Lamport regions: [max_blocks][kSlots][lamport_region_bytes]; all-ones when idle
   uint32_t* epochs;            // this rank's per-block epoch counters [max_blocks] (local)
   uint32_t* error;             // host-mapped: [0] code (0 ok, 1 timeout, 2 abort), [1] block<<8|peer, [2] epoch
   const uint32_t* abort_flag;  // local device memory, non-zero after commAbort()
   unsigned long long timeout_ns;
-  size_t region_bytes;         // bytes of one (block, slot) region (data and lamport alike)
+  size_t region_bytes;         // bytes of one (block, slot) region of the data area
+  size_t lamport_region_bytes; // bytes of one (block, slot) region of the Lamport area
   int rank;
   int world;
   int max_blocks;

@@ -158,7 +158,7 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
 
 // Lamport slot of (block, epoch) in rank r's workspace.
 __device__ __forceinline__ uint8_t* lamportAddr(const DeviceComm& c, int r, int block, uint32_t epoch) {
-  return c.lamport[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.region_bytes;
+  return c.lamport[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.lamport_region_bytes;
 }
 
 // All-ones in an element's bits: "not arrived yet".
