@@ -18,8 +18,11 @@ using arfusion::Status;
 namespace {
 
 // timeout 0: ARFTEST_TIMEOUT_S if set (sanitizers slow kernels down a lot), else 5 s.
+// Workspace 64 MiB, not the default 256: the large cases of fullShapes() are then larger than the
+// workspace (the process tests and the benchmarks run the default).
 arfusion::Config testConfig(double timeout = 0) {
   arfusion::Config c;
+  c.workspace_bytes = size_t(64) << 20;
   const char* env = std::getenv("ARFTEST_TIMEOUT_S");
   c.timeout_seconds = timeout > 0 ? timeout : env ? std::atof(env) : 5.0;
   c.read_env = false;
