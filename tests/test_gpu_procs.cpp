@@ -18,6 +18,9 @@ using namespace arftest;
 namespace {
 RankCtx g_ctx;
 std::string g_skip;
+double g_timeout_s = 5;     // ARFTEST_TIMEOUT_S if set (sanitizers slow kernels down a lot)
+bool g_self_check = true;   // ARFTEST_SELF_CHECK=0: no creation-time self-check (its timing loops
+                            // take minutes under racecheck; the kernels it runs are tested anyway)
 bool g_peer_killed = false;  // set by the last test: NCCL must then be aborted, not destroyed
 
 #define NEED_RANKS() \
@@ -35,6 +38,32 @@ TEST(Processes, Shapes) {
         ASSERT_EQ(e, "");
       }
   ASSERT_EQ(scenarioShape(g_ctx, ShapeCase{arfusion::DType::kBFloat16, 4097, 2048, seed++}), "");
+}
+
+// Small and quick: the target of compute-sanitizer runs (tools/device_check.sh sanitize). Ranks
+// as processes, so the tool instruments each rank's kernels without serialising them against the
+// peer's (threads of one process under the tool: waits timed out). A 1 MiB workspace makes the
+// 300-row case take several steps per block. ARFTEST_SAN_BLOCKS (default 8) caps the fused grid:
+// racecheck runs a grid's blocks one after another (seen on H200: rank 0 ran block 0 while rank 1
+// ran block 1, each waiting for the other until the timeout), so under it each rank gets one block,
+// which then runs every unit of the call.
+TEST(Processes, SanitizeSmallShapes) {
+  NEED_RANKS();
+  arfusion::Config cfg;
+  cfg.timeout_seconds = g_timeout_s;
+  cfg.workspace_bytes = size_t(1) << 20;
+  const char* blocks = std::getenv("ARFTEST_SAN_BLOCKS");
+  cfg.max_blocks = blocks ? std::atoi(blocks) : 8;
+  cfg.self_check = g_self_check;
+  cfg.read_env = false;
+  RankCtx ctx = g_ctx;
+  ASSERT_EQ(arfusion::commCreate(ctx.nccl, cfg, &ctx.comm), arfusion::Status::kSuccess) << arfusion::lastError();
+  for (const ShapeCase& c : {ShapeCase{arfusion::DType::kBFloat16, 3, 1024, 61, true},
+                             ShapeCase{arfusion::DType::kFloat32, 17, 2880, 62},
+                             ShapeCase{arfusion::DType::kFloat16, 5, 1000, 63, false, true},
+                             ShapeCase{arfusion::DType::kBFloat16, 300, 1024, 64}})
+    EXPECT_EQ(scenarioShape(ctx, c), "");
+  arfusion::commDestroy(ctx.comm);
 }
 
 TEST(Processes, Soak) {
@@ -100,8 +129,11 @@ int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, i
   if (ncclCommInitRank(&g_ctx.nccl, world, id, rank) != ncclSuccess) return 4;
   cudaStreamCreateWithFlags(&g_ctx.stream, cudaStreamNonBlocking);
   g_ctx.allGather = ncclHostAllGather(g_ctx.nccl, g_ctx.stream, rank, world);
+  if (const char* env = std::getenv("ARFTEST_TIMEOUT_S")) g_timeout_s = std::atof(env);
+  if (const char* env = std::getenv("ARFTEST_SELF_CHECK")) g_self_check = std::atoi(env) != 0;
   arfusion::Config cfg;
-  cfg.timeout_seconds = 5;
+  cfg.timeout_seconds = g_timeout_s;
+  cfg.self_check = g_self_check;
   if (arfusion::commCreate(g_ctx.nccl, cfg, &g_ctx.comm) != arfusion::Status::kSuccess) {
     std::fprintf(stderr, "rank %d: commCreate: %s\n", rank, arfusion::lastError());
     return 5;

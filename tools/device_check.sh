@@ -21,10 +21,24 @@ if has tests; then
   grep -h -E "^(soak|process soak|timeout)" "$OUT/ctest.log" || true
 fi
 if has sanitize; then
+  # NCCL's kernels are excluded (--kernel-name-exclude): the checks are about arfusion's kernels.
+  # Two targets: the process test (ranks as processes, so each rank's kernels are instrumented
+  # without being serialised against its peer's; under one process a tool that serialises kernels
+  # lets a waiting rank time out) and the single-process tests whose kernels do not wait on a
+  # peer at once (racecheck: the add-RMSNorm only). The creation-time self-check (a grid of several
+  # blocks, which racecheck would deadlock, and timing loops that take minutes) is skipped where
+  # SAN_SELF_CHECK=0 (needed for racecheck).
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
-    ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout ${SAN_LIMIT_S:-150} compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 $B/tests/test_gpu \
-      --gtest_filter='Sanitize.*:ThreadsNccl2.BadInput*:AddRMSNorm.*' > "$OUT/sanitize-$tool.log" 2>&1
-    echo "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
+    SAN="compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 --kernel-name-exclude kns=nccl --target-processes all"
+    lim=${SAN_LIMIT_S:-150}; [ $tool = racecheck ] && lim=${SAN_RACE_LIMIT_S:-$lim}
+    # racecheck runs a grid's blocks one after another: one block per rank, or ranks deadlock.
+    blocks=8; [ $tool = racecheck ] && blocks=1
+    ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=${SAN_SELF_CHECK:-1} ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
+      --gtest_filter='Processes.SanitizeSmallShapes' > "$OUT/sanitize-$tool-procs.log" 2>&1
+    echo "compute-sanitizer $tool, processes: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool-procs.log" | tr '\n' ' ')"
+    filter='ThreadsNccl2.BadInput*:AddRMSNorm.*'; [ $tool = racecheck ] && filter='AddRMSNorm.*'
+    ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu --gtest_filter="$filter" > "$OUT/sanitize-$tool.log" 2>&1
+    echo "compute-sanitizer $tool, threads ($filter): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
   done
 fi
 if has gbench; then
