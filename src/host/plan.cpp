@@ -217,7 +217,8 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   // The one-shot does not overlap a block's push with its reduction, so it wants many small steps
   // (blocks drift apart and one's push overlaps another's epilogue); the pipelined two-shot wants
   // few large ones (each step pays two flag crossings). H200 pair, bf16 8192 x 8192 one-shot:
-  // 622 us at 7 rows per step, 705 us at 31 (docs/PERF-NOTES.md).
+  // 622 us at 7 rows per step, 705 us at 31 (docs/PERF-NOTES.md). A pipelined one-shot (session 5)
+  // lost more than it gained: docs/PERF-NOTES.md, session 5, item 3.
   if (s == Strategy::kOneShot) r_max = std::min(r_max, std::max<int64_t>(1, kOneShotStepBytes / per_r));
   const int64_t unit_rows = s == Strategy::kTwoShot ? n : 1;  // rows per unit per R
   const int64_t per_block = (shape.tokens + unit_rows * t.max_blocks - 1) / (unit_rows * t.max_blocks);
