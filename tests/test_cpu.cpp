@@ -38,8 +38,9 @@ Topology h200Pair() {
   t.cc_minor = 0;
   t.link = LinkType::kNVLink;
   t.max_blocks = 132;
-  t.region_bytes = (size_t(32) << 20) / (132 * 2) / 16 * 16;  // the default 64 MiB, halved (lamport | data)
-  t.lamport_region_bytes = t.region_bytes;
+  const WorkspaceLayout layout(size_t(256) << 20, 2);  // the default workspace: regions of two sizes
+  t.region_bytes = layout.regionBytes(132);
+  t.lamport_region_bytes = layout.lamportRegionBytes(132);
   return t;
 }
 
@@ -368,24 +369,32 @@ TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
   EXPECT_EQ(rows, 1);
 }
 
-// The Lamport area (one-shot) takes half the workspace up to 32 MiB; the flag-protocol area the
-// rest. Areas do not overlap and stay inside the allocation.
+// The Lamport area (one-shot) takes half the workspace, up to 32 MiB per peer; the flag-protocol
+// area the rest. Areas do not overlap and stay inside the allocation.
 TEST(Workspace, LamportAreaIsCappedTheDataAreaTakesTheRest) {
-  using L = WorkspaceLayout;
-  for (size_t mib : {1, 8, 64, 128, 256, 1024}) {
-    const size_t ws = mib << 20;
-    EXPECT_EQ(L::lamportBytes(ws), std::min<size_t>(ws / 2, size_t(32) << 20)) << mib;
-    EXPECT_EQ(L::dataOffset(ws), L::lamportOffset() + L::lamportBytes(ws)) << mib;
-    EXPECT_EQ(L::dataOffset(ws) + L::dataBytes(ws), L::total(ws)) << mib;
-    for (int blocks : {8, 132}) {
-      EXPECT_LE(size_t(blocks) * kSlots * L::lamportRegionBytes(ws, blocks), L::lamportBytes(ws));
-      EXPECT_LE(size_t(blocks) * kSlots * L::regionBytes(ws, blocks), L::dataBytes(ws));
-      EXPECT_EQ(L::regionBytes(ws, blocks) % 16, 0u);
-      EXPECT_EQ(L::lamportRegionBytes(ws, blocks) % 16, 0u);
+  for (int world : {1, 2, 3, 8}) {
+    const size_t cap = (size_t(32) << 20) * size_t(world > 1 ? world - 1 : 1);
+    for (size_t mib : {1, 8, 64, 128, 256, 1024}) {
+      const size_t ws = mib << 20;
+      const WorkspaceLayout L(ws, world);
+      EXPECT_EQ(L.lamport_bytes, std::min<size_t>(ws / 2, cap)) << mib << " MiB, world " << world;
+      EXPECT_EQ(L.dataOffset(), WorkspaceLayout::kLamportOffset + L.lamport_bytes);
+      EXPECT_EQ(L.dataOffset() + L.dataBytes(), L.total());
+      EXPECT_EQ(L.dataOffset() % 4096, 0u);
+      for (int blocks : {8, 132}) {
+        EXPECT_LE(size_t(blocks) * kSlots * L.lamportRegionBytes(blocks), L.lamport_bytes);
+        EXPECT_LE(size_t(blocks) * kSlots * L.regionBytes(blocks), L.dataBytes());
+        EXPECT_EQ(L.regionBytes(blocks) % 16, 0u);
+        EXPECT_EQ(L.lamportRegionBytes(blocks) % 16, 0u);
+      }
     }
   }
-  EXPECT_EQ(L::regionBytes(size_t(64) << 20, 132), L::lamportRegionBytes(size_t(64) << 20, 132));
-  EXPECT_GT(L::regionBytes(size_t(256) << 20, 132), 6 * L::lamportRegionBytes(size_t(256) << 20, 132));
+  // 2 ranks: 64 MiB splits in half; 256 MiB keeps a 32 MiB Lamport area, the rest is the data area.
+  EXPECT_EQ(WorkspaceLayout(size_t(64) << 20, 2).regionBytes(132), WorkspaceLayout(size_t(64) << 20, 2).lamportRegionBytes(132));
+  EXPECT_GT(WorkspaceLayout(size_t(256) << 20, 2).regionBytes(132), 6 * WorkspaceLayout(size_t(256) << 20, 2).lamportRegionBytes(132));
+  // 8 ranks with the default 256 MiB: a one-shot step of one 16384-wide fp32 row (7 peers x 64 KiB)
+  // still fits a Lamport region, as it did before the cap.
+  EXPECT_GE(WorkspaceLayout(size_t(256) << 20, 8).lamportRegionBytes(132), size_t(7) * 65536);
 }
 
 TEST(Plan, IsAPureFunctionOfItsInputs) {

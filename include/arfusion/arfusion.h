@@ -129,8 +129,8 @@ struct Config {
   Strategy strategy = Strategy::kAuto;     // ARFUSION_STRATEGY=auto|oneshot|twoshot|nccl
   SyncMode sync_mode = SyncMode::kAuto;    // ARFUSION_SYNC=auto|griddep|flag
 
-  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB). Half of it, at most 32 MiB,
-  // is the Lamport area of the one-shot; the rest is the flag-protocol area, whose size sets the
+  // Bytes of peer-visible workspace per rank (ARFUSION_WORKSPACE_MB). Half of it, at most 32 MiB per
+  // peer, is the Lamport area of the one-shot; the rest is the flag-protocol area, whose size sets the
   // two-shot's step (each step pays two flag crossings, so larger steps are faster). Messages larger
   // than the workspace are processed in steps, never refused. Measured on 2 x H200, bf16, us per
   // call at 64 / 128 / 256 MiB (session 5): two-shot 2048 x 8192 150 / 136 / 133, 8192 x 8192

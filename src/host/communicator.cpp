@@ -123,16 +123,15 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     c->sync = cfg.sync_mode;
     ARF_CUDA(cudaGetDevice(&c->device));
     ARF_CUDA(cudaGetDeviceProperties(&prop, c->device));
-    const size_t ws_total = WorkspaceLayout::total(cfg.workspace_bytes);
-    ARF_CUDA(cudaMalloc(&c->workspace, ws_total));
+    const WorkspaceLayout layout(cfg.workspace_bytes, c->world);
+    ARF_CUDA(cudaMalloc(&c->workspace, layout.total()));
+    auto* ws = static_cast<uint8_t*>(c->workspace);
     // Control words and the flag-protocol area start zeroed: no kernel ever reads a byte nobody
     // wrote (compute-sanitizer initcheck, run per process, cannot see a peer's stores).
-    ARF_CUDA(cudaMemset(c->workspace, 0, WorkspaceLayout::kAreasOffset));
-    ARF_CUDA(cudaMemset(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::dataOffset(cfg.workspace_bytes), 0,
-                        WorkspaceLayout::dataBytes(cfg.workspace_bytes)));
+    ARF_CUDA(cudaMemset(ws, 0, WorkspaceLayout::kAreasOffset));
+    ARF_CUDA(cudaMemset(ws + layout.dataOffset(), 0, layout.dataBytes()));
     // The Lamport area starts all-ones ("nothing arrived"); every reader restores it after use.
-    ARF_CUDA(cudaMemset(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::lamportOffset(), 0xff,
-                        WorkspaceLayout::lamportBytes(cfg.workspace_bytes)));
+    ARF_CUDA(cudaMemset(ws + WorkspaceLayout::kLamportOffset, 0xff, layout.lamport_bytes));
     ARF_CUDA(cudaDeviceSynchronize());
     void* ctl = nullptr;
     ARF_CUDA(cudaHostAlloc(&ctl, sizeof(ControlWords), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -245,8 +244,10 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
                 " (add it to CMAKE_CUDA_ARCHITECTURES)";
   }
   t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
-  t.region_bytes = WorkspaceLayout::regionBytes(cfg.workspace_bytes, t.max_blocks);
-  t.lamport_region_bytes = WorkspaceLayout::lamportRegionBytes(cfg.workspace_bytes, t.max_blocks);
+  // The same on every rank: workspace_bytes and world agree (checked above), max_blocks is the minimum.
+  const WorkspaceLayout layout(cfg.workspace_bytes, c->world);
+  t.region_bytes = layout.regionBytes(t.max_blocks);
+  t.lamport_region_bytes = layout.lamportRegionBytes(t.max_blocks);
   if (t.mixed_arch && local_ok) {
     local_ok = false;
     local_why = "ranks run on different GPU architectures";
@@ -301,8 +302,8 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   for (int r = 0; r < c->world; ++r) {
     auto* base = static_cast<uint8_t*>(c->peer_base[r]);
     d.flags[r] = base ? reinterpret_cast<uint32_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
-    d.data[r] = base ? base + WorkspaceLayout::dataOffset(cfg.workspace_bytes) : nullptr;
-    d.lamport[r] = base ? base + WorkspaceLayout::lamportOffset() : nullptr;
+    d.data[r] = base ? base + layout.dataOffset() : nullptr;
+    d.lamport[r] = base ? base + WorkspaceLayout::kLamportOffset : nullptr;
   }
   d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
   d.error = c->ctl_dev->error;

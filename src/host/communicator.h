@@ -22,10 +22,13 @@ namespace detail {
 //   [lamport: max_blocks x kSlots regions of lamport_region_bytes]  Lamport protocol, all-ones when idle
 //   [data:    max_blocks x kSlots regions of region_bytes]          flag protocol (sync.cuh), any contents
 // workspace_bytes is split between the two areas: the Lamport area takes half, but never more than
-// kLamportMaxBytes, and the flag-protocol area the rest. The Lamport area only serves the one-shot,
-// whose steps are capped at 128 KiB per region (plan.cpp), which 32 MiB gives 128 blocks; a larger
-// workspace goes to the flag-protocol area, where it buys the two-shot larger steps. Peers write
-// flags, data and lamport; only this rank touches its epochs and its abort word.
+// kLamportBytesPerPeer per peer, and the flag-protocol area the rest. The Lamport area only serves
+// the one-shot, whose steps are capped at 128 KiB per region (plan.cpp): 32 MiB per peer gives
+// each of 132 blocks a region of ~124 KiB per peer (7 rows of 8192 bf16 at 2 ranks; one row of up
+// to ~124 KiB at any world size, where the workspace has room), and a larger workspace goes to the
+// flag-protocol area, where it buys the two-shot larger steps (measured at 2 ranks:
+// docs/PERF-NOTES.md, session 5). Peers write flags, data and lamport; only
+// this rank touches its epochs and its abort word.
 constexpr int kMaxBlocksCap = 1024;
 struct WorkspaceLayout {
   static constexpr size_t kFlagsOffset = 0;
@@ -34,22 +37,28 @@ struct WorkspaceLayout {
   static constexpr size_t kEpochsBytes = sizeof(uint32_t) * kMaxBlocksCap;
   static constexpr size_t kAbortOffset = kEpochsOffset + kEpochsBytes;
   static constexpr size_t kAreasOffset = (kAbortOffset + sizeof(uint32_t) + 4095) / 4096 * 4096;
-  static constexpr size_t kLamportMaxBytes = size_t(32) << 20;
-  static size_t total(size_t workspace_bytes) { return kAreasOffset + workspace_bytes; }
-  static size_t lamportOffset() { return kAreasOffset; }
-  static size_t lamportBytes(size_t workspace_bytes) {
+  static constexpr size_t kLamportBytesPerPeer = size_t(32) << 20;
+  static constexpr size_t kLamportOffset = kAreasOffset;
+
+  WorkspaceLayout(size_t workspace_bytes, int world) : workspace_bytes_(workspace_bytes) {
     const size_t half = workspace_bytes / 2 / 4096 * 4096;
-    return half < kLamportMaxBytes ? half : kLamportMaxBytes;
+    const size_t cap = kLamportBytesPerPeer * size_t(world > 1 ? world - 1 : 1);
+    lamport_bytes = half < cap ? half : cap;
   }
-  static size_t dataOffset(size_t workspace_bytes) { return kAreasOffset + lamportBytes(workspace_bytes); }
-  static size_t dataBytes(size_t workspace_bytes) { return workspace_bytes - lamportBytes(workspace_bytes); }
+  size_t lamport_bytes = 0;
+  size_t total() const { return kAreasOffset + workspace_bytes_; }
+  size_t dataOffset() const { return kAreasOffset + lamport_bytes; }
+  size_t dataBytes() const { return workspace_bytes_ - lamport_bytes; }
   // Bytes of one (block, slot) region of each area, multiples of 16.
-  static size_t regionBytes(size_t workspace_bytes, int max_blocks) {
-    return max_blocks > 0 ? dataBytes(workspace_bytes) / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+  size_t regionBytes(int max_blocks) const {
+    return max_blocks > 0 ? dataBytes() / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
   }
-  static size_t lamportRegionBytes(size_t workspace_bytes, int max_blocks) {
-    return max_blocks > 0 ? lamportBytes(workspace_bytes) / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+  size_t lamportRegionBytes(int max_blocks) const {
+    return max_blocks > 0 ? lamport_bytes / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
   }
+
+ private:
+  size_t workspace_bytes_;
 };
 
 // Pinned host words. error: host-mapped, written by a kernel only when it fails (the kernels never

@@ -208,7 +208,7 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   if (r_max < 1 || t.max_blocks < 1) {
     if (why) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "a %" PRId64 "-byte row needs %" PRId64 " bytes per workspace region, which holds %zu (raise workspace_bytes)",
+      std::snprintf(buf, sizeof buf, "a %" PRId64 "-byte row needs %" PRId64 " bytes per workspace region, which holds %zu (raise workspace_bytes or lower max_blocks)",
                     stride, per_r, capacity);
       *why = buf;
     }
