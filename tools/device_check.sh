@@ -27,18 +27,19 @@ if has sanitize; then
   # lets a waiting rank time out) and the single-process tests whose kernels do not wait on a
   # peer at once (racecheck: the add-RMSNorm only). The creation-time self-check (a grid of several
   # blocks, which racecheck would deadlock, and timing loops that take minutes) is skipped where
-  # SAN_SELF_CHECK=0 (needed for racecheck).
+  # SAN_SELF_CHECK=0 (the default for racecheck).
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     SAN="compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 --kernel-name-exclude kns=nccl --target-processes all"
     lim=${SAN_LIMIT_S:-150}; [ $tool = racecheck ] && lim=${SAN_RACE_LIMIT_S:-$lim}
     # racecheck runs a grid's blocks one after another: one block per rank, or ranks deadlock.
-    blocks=8; [ $tool = racecheck ] && blocks=1
-    ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=${SAN_SELF_CHECK:-1} ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
+    blocks=8; self_check=${SAN_SELF_CHECK:-1}
+    [ $tool = racecheck ] && blocks=1 && self_check=${SAN_SELF_CHECK:-0}
+    ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=$self_check ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
       --gtest_filter='Processes.SanitizeSmallShapes' > "$OUT/sanitize-$tool-procs.log" 2>&1
-    echo "compute-sanitizer $tool, processes: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool-procs.log" | tr '\n' ' ')"
+    echo "compute-sanitizer $tool, processes: rc=$? $(grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize-$tool-procs.log" | tr '\n' ' ')"
     filter='ThreadsNccl2.BadInput*:AddRMSNorm.*'; [ $tool = racecheck ] && filter='AddRMSNorm.*'
     ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu --gtest_filter="$filter" > "$OUT/sanitize-$tool.log" 2>&1
-    echo "compute-sanitizer $tool, threads ($filter): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
+    echo "compute-sanitizer $tool, threads ($filter): rc=$? $(grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
   done
 fi
 if has gbench; then
