@@ -29,8 +29,9 @@ namespace arfusion::detail {
 // the peers), and so is gamma of each thread's first vector; the other vectors' gamma comes after
 // the block reduction. Gamma of every vector early kept 16-32 more registers live and measured
 // slower (session 4: add-RMSNorm at 3 blocks per SM spilled, 8192 x 8192 164 vs 133 us); the first
-// vector alone costs ~4 registers, no spill, and took the one-shot at 1 x 4096 from 4.6 to 4.2-4.3 us
-// (H200 pair, session 5; benchmarks/results/2026-11-30-h200x2-v5/).
+// vector alone costs ~4 registers, no spill, and took the one-shot at 1 x 4096 from 4.6 to 4.1-4.5 us
+// (H200 pair, session 5, same-run A/B of 2 runs each: bf16 4.6/4.6 -> 4.3/4.5, fp16 4.6/4.6 ->
+// 4.2/4.1; benchmarks/results/2026-11-30-h200x2-v5/experiments/pipelined-oneshot/table.txt).
 template <typename T, int VEC, int kVpt = kMaxVecPerThread>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
