@@ -28,16 +28,19 @@ bool g_peer_killed = false;  // set by the last test: NCCL must then be aborted,
 
 }  // namespace
 
+// The shapes the one-shot and two-shot issues name, for ranks as processes (CUDA IPC) with the
+// default 256 MiB workspace; test_gpu runs them too, as threads, at 64 MiB.
 TEST(Processes, Shapes) {
   NEED_RANKS();
   uint64_t seed = 9000;
   for (arfusion::DType d : {arfusion::DType::kBFloat16, arfusion::DType::kFloat16, arfusion::DType::kFloat32})
-    for (int64_t t : {1, 3, 17, 129, 300})
-      for (int64_t h : {1024, 2880, 8192}) {
+    for (int64_t t : {1, 2, 3, 17, 64, 128, 129, 300})
+      for (int64_t h : {1024, 2880, 4096, 5120, 8192}) {
         const std::string e = scenarioShape(g_ctx, ShapeCase{d, t, h, seed++, h == 2880});
         ASSERT_EQ(e, "");
       }
-  ASSERT_EQ(scenarioShape(g_ctx, ShapeCase{arfusion::DType::kBFloat16, 4097, 2048, seed++}), "");
+  for (int64_t t : {1000, 4097, 16384})
+    ASSERT_EQ(scenarioShape(g_ctx, ShapeCase{arfusion::DType::kBFloat16, t, 2048, seed++}), "");
 }
 
 // Small and quick: the target of compute-sanitizer runs (tools/device_check.sh sanitize). Ranks
