@@ -47,7 +47,7 @@ TEST(Processes, Shapes) {
 // as processes, so the tool instruments each rank's kernels without serialising them against the
 // peer's (threads of one process under the tool: waits timed out). A 1 MiB workspace makes the
 // 300-row case take several steps per block. ARFTEST_SAN_BLOCKS (default 8) caps the fused grid:
-// racecheck runs a grid's blocks one after another (seen on H200: rank 0 ran block 0 while rank 1
+// racecheck appears to run a grid's blocks one after another (seen on H200: rank 0 ran block 0 while rank 1
 // ran block 1, each waiting for the other until the timeout), so under it each rank gets one block,
 // which then runs every unit of the call.
 TEST(Processes, SanitizeSmallShapes) {

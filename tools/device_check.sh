@@ -31,7 +31,7 @@ if has sanitize; then
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     SAN="compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 --kernel-name-exclude kns=nccl --target-processes all"
     lim=${SAN_LIMIT_S:-150}; [ $tool = racecheck ] && lim=${SAN_RACE_LIMIT_S:-$lim}
-    # racecheck runs a grid's blocks one after another: one block per rank, or ranks deadlock.
+    # racecheck appears to run a grid's blocks one after another: one block per rank, or ranks deadlock.
     blocks=8; self_check=${SAN_SELF_CHECK:-1}
     [ $tool = racecheck ] && blocks=1 && self_check=${SAN_SELF_CHECK:-0}
     ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=$self_check ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
