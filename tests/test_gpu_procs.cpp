@@ -46,10 +46,11 @@ TEST(Processes, Shapes) {
 // Small and quick: the target of compute-sanitizer runs (tools/device_check.sh sanitize). Ranks
 // as processes, so the tool instruments each rank's kernels without serialising them against the
 // peer's (threads of one process under the tool: waits timed out). A 1 MiB workspace makes the
-// 300-row case take several steps per block. ARFTEST_SAN_BLOCKS (default 8) caps the fused grid:
-// racecheck appears to run a grid's blocks one after another (seen on H200: rank 0 ran block 0 while rank 1
-// ran block 1, each waiting for the other until the timeout), so under it each rank gets one block,
-// which then runs every unit of the call.
+// 300-row case take several steps per block. ARFTEST_SAN_BLOCKS (default 8) caps the fused grid
+// (1 makes one block run every unit of a call). Under racecheck the Lamport one-shot once hung
+// here: the tool appears to run a block's warps one at a time, and a warp waited for a peer's rows
+// that the peer's later warps had not pushed yet (the epochs in the timeout reports fit exactly).
+// The kernel now pushes with every warp before any waits; racecheck then ran to the end.
 TEST(Processes, SanitizeSmallShapes) {
   NEED_RANKS();
   arfusion::Config cfg;
