@@ -254,6 +254,64 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
   EXPECT_EQ(err, "");
 }
 
+// Ranks that pair calls of different shapes, dtypes or ops (a collective misuse): every rank's
+// communicator fails with kMismatch (sync.cuh, "Call signatures") instead of returning results
+// computed from another call's data; the next call reports it too. A matching call first checks
+// that matching calls pass. Grids differ only in the last case (4 vs 5 tokens at one row per
+// step): the unpaired block times out (1 s) and the first failure, the mismatch, is the one kept.
+TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
+  const FaultPath fp = GetParam();
+  struct Call {
+    DType dtype;
+    int64_t tokens, hidden;
+    bool norm;
+  };
+  struct Case {
+    const char* what;
+    Call rank0, rank1;
+  };
+  const Case cases[] = {{"hidden", {DType::kBFloat16, 4, 1024, true}, {DType::kBFloat16, 4, 1032, true}},
+                        {"dtype", {DType::kBFloat16, 4, 1024, true}, {DType::kFloat16, 4, 1024, true}},
+                        {"op", {DType::kBFloat16, 4, 1024, true}, {DType::kBFloat16, 4, 1024, false}},
+                        {"tokens", {DType::kBFloat16, 4, 1024, true}, {DType::kBFloat16, 5, 1024, true}}};
+  for (const Case& k : cases) {
+    std::string skip;
+    const std::string err = runLocalGroup(2, testConfig(1), 16, [fp, k](RankCtx& ctx) -> std::string {
+      if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
+      const size_t s = 5 * 1032 * 2;  // bytes of the largest operand
+      void* buf = nullptr;
+      if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
+      cudaMemset(buf, 0x3c, s * 5);  // bf16 / fp16 values near 0.01 and 1.0
+      char* b = static_cast<char*>(buf);
+      auto call = [&](const Call& c) {
+        return c.norm ? arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, c.tokens, c.hidden,
+                                                      c.dtype, 1e-6f, ctx.stream)
+                      : arfusion::allReduceAdd(ctx.comm, b, b + s, b + 2 * s, c.tokens, c.hidden, c.dtype, ctx.stream);
+      };
+      std::string e;
+      const Call& mine = ctx.rank == 0 ? k.rank0 : k.rank1;
+      if (call(k.rank0) != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
+          arfusion::commGetAsyncError(ctx.comm) != Status::kSuccess) {
+        e = std::string("the matching call failed: ") + arfusion::lastError();
+      } else if (call(mine) != Status::kSuccess) {
+        e = std::string("launch: ") + arfusion::lastError();
+      } else {
+        cudaStreamSynchronize(ctx.stream);
+        const char* detail = nullptr;
+        const Status st = arfusion::commGetAsyncError(ctx.comm, &detail);
+        if (st != Status::kMismatch)
+          e = std::string("expected kMismatch, got ") + arfusion::statusString(st) + " (" + (detail ? detail : "") + ")";
+        else if (call(mine) != Status::kMismatch)
+          e = "the next call did not report the mismatch";
+      }
+      cudaFree(buf);
+      return e.empty() ? e : std::string(k.what) + ": " + e;
+    }, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    EXPECT_EQ(err, "");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, Faults,
                          ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency},
                                            FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier},

@@ -65,6 +65,10 @@ enum class Status : int {
                          // The communicator is failed from then on: destroy it.
   kAborted = 6,          // abort() was called, or the communicator failed earlier.
   kInternalError = 7,    // a bug in arfusion: please report it with lastError().
+  kMismatch = 8,         // a fused call was paired with a peer's call of another op, dtype, shape or
+                         // strategy (ranks made different calls). Found on the device, reported like
+                         // kTimeout (next call, commGetAsyncError); that call's outputs are invalid
+                         // and the communicator is failed from then on: destroy it.
 };
 
 // Short constant name of a status ("kTimeout" ...). Never null.

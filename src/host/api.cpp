@@ -105,8 +105,11 @@ Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, cons
   launch.vector = vector;
   launch.sync = plan.sync_mode;
   launch.dtype = dtype;
-  const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, a, launch, stream)
-                                                             : detail::launchTwoShot(dev, a, launch, stream);
+  RowArgs signed_args = a;
+  signed_args.sig = detail::callSignature(a, static_cast<int>(dtype), static_cast<int>(plan.strategy), plan.blocks,
+                                          plan.rows_per_step, vector);
+  const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, signed_args, launch, stream)
+                                                             : detail::launchTwoShot(dev, signed_args, launch, stream);
   if (e != cudaSuccess)
     return detail::failf(Status::kCudaError, "launching the %s kernel failed: %s", toString(plan.strategy), cudaGetErrorString(e));
   return Status::kSuccess;

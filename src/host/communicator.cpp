@@ -301,7 +301,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   DeviceComm& d = c->dev;
   for (int r = 0; r < c->world; ++r) {
     auto* base = static_cast<uint8_t*>(c->peer_base[r]);
-    d.flags[r] = base ? reinterpret_cast<uint32_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
+    d.flags[r] = base ? reinterpret_cast<uint64_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
     d.data[r] = base ? base + layout.dataOffset() : nullptr;
     d.lamport[r] = base ? base + WorkspaceLayout::kLamportOffset : nullptr;
   }
@@ -400,11 +400,17 @@ Status Communicator::checkHealth() {
   const uint32_t code = err[0];
   if (code != 0 && failed.load() == 0) {
     std::lock_guard<std::mutex> lock(failure_mu);
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "%s on device: block %u waited for rank %u at epoch %u",
-                  code == 2 ? "abort" : "timeout", err[1] >> 8, err[1] & 0xff, err[2]);
+    char buf[240];
+    if (code == 3)
+      std::snprintf(buf, sizeof buf,
+                    "mismatch on device: block %u was paired with a call of rank %u that has another op, dtype, "
+                    "shape or strategy (epoch %u); every rank must make the same calls in the same order",
+                    err[1] >> 8, err[1] & 0xff, err[2]);
+    else
+      std::snprintf(buf, sizeof buf, "%s on device: block %u waited for rank %u at epoch %u",
+                    code == 2 ? "abort" : "timeout", err[1] >> 8, err[1] & 0xff, err[2]);
     failure_detail = buf;
-    failed.store(static_cast<int>(code == 2 ? Status::kAborted : Status::kTimeout));
+    failed.store(static_cast<int>(code == 3 ? Status::kMismatch : code == 2 ? Status::kAborted : Status::kTimeout));
   }
   const int f = failed.load();
   if (f == 0) return Status::kSuccess;

@@ -17,7 +17,7 @@ namespace arfusion {
 namespace detail {
 
 // Typed layout of one rank's workspace allocation (one cudaMalloc, exported to peers):
-//   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint32][epochs: kMaxBlocksCap uint32][abort: uint32]
+//   [flags: kPhases x kMaxBlocksCap x kMaxRanks uint64][epochs: kMaxBlocksCap uint32][abort: uint32]
 //   [pad to 4 KiB]
 //   [lamport: max_blocks x kSlots regions of lamport_region_bytes]  Lamport protocol, all-ones when idle
 //   [data:    max_blocks x kSlots regions of region_bytes]          flag protocol (sync.cuh), any contents
@@ -32,7 +32,7 @@ namespace detail {
 constexpr int kMaxBlocksCap = 1024;
 struct WorkspaceLayout {
   static constexpr size_t kFlagsOffset = 0;
-  static constexpr size_t kFlagsBytes = sizeof(uint32_t) * kPhases * kMaxBlocksCap * kMaxRanks;
+  static constexpr size_t kFlagsBytes = sizeof(uint64_t) * kPhases * kMaxBlocksCap * kMaxRanks;
   static constexpr size_t kEpochsOffset = kFlagsBytes;
   static constexpr size_t kEpochsBytes = sizeof(uint32_t) * kMaxBlocksCap;
   static constexpr size_t kAbortOffset = kEpochsOffset + kEpochsBytes;

@@ -59,6 +59,7 @@ const char* statusString(Status status) {
     case Status::kNcclError: return "kNcclError";
     case Status::kTimeout: return "kTimeout";
     case Status::kAborted: return "kAborted";
+    case Status::kMismatch: return "kMismatch";
     case Status::kInternalError: return "kInternalError";
   }
   return "kUnknownStatus";

@@ -9,6 +9,9 @@
 //     3. reduce: for each row, sum the n contributions in rank order 0..n-1 in fp32 (own rows from
 //        the input, peers' from the local region), round to T, and run the shared RowEpilogue
 //        (residual add, RMSNorm) which writes residual_out / norm_out.
+//     4. check each peer's call header (pushed before the rows): a peer in another call (shape,
+//        dtype, op) fails the communicator (sync.cuh, "Call signatures"). The flag kernel checks
+//        the signature in the flag instead.
 //   Every rank computes the same sums in the same order: outputs are bitwise identical on all ranks.
 //   Pushing (posted remote stores) rather than pulling keeps one crossing the only cross-GPU
 //   latency on the critical path.
@@ -19,7 +22,8 @@
 //     first global access, trigger after the last write (clears included).
 //   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
 //     every peer, acquire wait, .cg payload loads. No griddepcontrol.
-// Limits: R * (n-1) rows must fit one region (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
+// Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
+//   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
@@ -64,8 +68,8 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
       }
     }
     // 2. One flag round trip.
-    signalPeers(c, 0, b, epoch);
-    if (!waitPeers(c, 0, b, epoch)) return;
+    signalPeers(c, 0, b, epoch, a.sig);
+    if (!waitPeers(c, 0, b, epoch, a.sig)) return;
 
     // 3. Reduce in rank order and run the epilogue, row by row.
     const T* region = reinterpret_cast<const T*>(regionAddr(c, c.rank, b, epoch));
@@ -119,13 +123,24 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   const int64_t units = (a.tokens + R - 1) / R;
   uint32_t epoch = c.epochs[b];
 
+  // The header check of sender t < world-1 (sync.cuh, "Call signatures") is thread t's.
+  const bool checker = threadIdx.x < c.world - 1;
+  const int checked = threadIdx.x < c.rank ? threadIdx.x : threadIdx.x + 1;  // the peer it checks
   for (int64_t u = b; u < units; u += gridDim.x) {
-    if (u != b) lamportNextUnit();
+    if (u != b) {
+      lamportNextUnit();
+      if (give_up) return;  // a failed header check of the previous unit
+    }
     ++epoch;
     const int64_t row0 = u * R;
     const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
 
-    // 1. Push this unit's rows, sanitised, to every peer.
+    // 1. Push this unit's header, then its rows, sanitised, to every peer.
+    if (checker) {
+      const int peer = (c.rank + 1 + threadIdx.x) % c.world;
+      storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, b, epoch), senderIndex(c.rank, peer)),
+                                 lamportHeaderValue(a.sig, epoch));
+    }
     for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
       const int j = static_cast<int>(idx / nvec);
       const int64_t i = idx - j * nvec;
@@ -150,6 +165,9 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
 
     // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
     T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
+    uint32_t* header = checker ? lamportHeader(lamportSlot(c, c.rank, b, epoch), senderIndex(checked, c.rank)) : nullptr;
+    Pack<uint32_t, 4> head;
+    memset(&head, 0xff, sizeof head);
     for (int j = 0; j < rows; ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::run(a, row0 + j, sh, [&](int64_t i) {
@@ -164,18 +182,31 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
               p = lamportSanitize(loadPack<T, VEC>(own + i * VEC));
             } else {
               T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
-              p = lamportWait<T, VEC>(c, slot, b, src, epoch, &give_up);
+              p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
               lamportClear<T, VEC>(slot);
             }
 #pragma unroll
             for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
           }
         }
+        // The thread's first rows are in: load the header now, check it after the epilogue.
+        if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
         P s;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
         return s;
       });
+    }
+    // 4. The peer's header: the same call? The rows are written by now; a mismatch fails the
+    // communicator like a timeout (reported at the next call or by commGetAsyncError).
+    if (checker) {
+      if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, b, checked, epoch, &give_up);
+      const Pack<uint32_t, 4> want = lamportHeaderValue(a.sig, epoch);
+      if (head.v[0] != want.v[0] || head.v[1] != want.v[1]) {
+        if (lamportArrived(head)) reportFailure(c, kErrMismatch, b, checked, epoch);  // else timed out
+        atomicExch(&give_up, 1);
+      }
+      lamportClear<uint32_t, 4>(header);
     }
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;

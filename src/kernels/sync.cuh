@@ -7,13 +7,14 @@
 //   shape only). Epochs are never reset; comparisons are wraparound-safe.
 //   A step at epoch e:
 //     1. writes its payload into slot (e % kSlots) of block b's region on every peer (plain stores);
-//     2. __syncthreads(); one thread per peer does a system-scope *release* store of e into the
-//        peer's flags[phase][b][my rank]. bar.sync orders the block's payload stores before the
-//        release, and release at system scope makes them visible before the flag;
+//     2. __syncthreads(); one thread per peer does a system-scope *release* store of
+//        (signature << 32 | e) into the peer's flags[phase][b][my rank] (64 bits). bar.sync orders
+//        the block's payload stores before the release, and release at system scope makes them
+//        visible before the flag;
 //     3. one thread per peer spins on a system-scope relaxed load of its own flags[phase][b][peer]
-//        until it reads >= e, then issues a system-scope acquire fence and __syncthreads(); payload
-//        reads come after the fence. Payload is read with ld.global.cg (L2 only), never through
-//        the non-coherent L1.
+//        until its epoch reads >= e, then issues a system-scope acquire fence and __syncthreads();
+//        payload reads come after the fence. Payload is read with ld.global.cg (L2 only), never
+//        through the non-coherent L1.
 //   Buffer reuse ("data ready" vs "buffer free"): a peer's flag e is written after the peer finished
 //   every read of epoch e-1 (block b's steps run in order). With two slots, epoch e+1 overwrites the
 //   slot of epoch e-1, and a rank starts writing e+1 only after it saw every peer's flag e. So a
@@ -37,6 +38,18 @@
 //   Cost: one NVLink write latency per call, against a write, a fence and a flag round trip.
 //   A wait that gives up (timeout, abort) leaves the area dirty: the communicator is failed from
 //   then on (the host refuses further calls), as after any device-side failure.
+//
+// Call signatures (both protocols): every fused call carries a 31-bit signature of its op, dtype,
+// shape, strategy and grid (kernels.h callSignature), identical on all ranks for matching calls.
+// A receiver compares each peer's with its own: the flag holds it next to the epoch (checked when
+// the flag holds exactly e; a peer already at e+1 was checked by that peer), and each Lamport
+// region starts with one 16-byte header per sender, {signature, epoch & 0x7fffffff, 0, 0}, pushed
+// before the rows and polled, checked and cleared like them, at the end of the unit (its load is
+// issued as soon as the thread's first rows arrived, so it is rarely still in flight then). A
+// mismatch, i.e. ranks that paired calls of different shapes, dtypes or ops, is reported as
+// kErrMismatch: the host fails the communicator (Status::kMismatch) instead of returning results
+// computed from another call's data. A rank that skips a call and pairs its next call of the same
+// shape with the peers' skipped one is not detected: nothing in the call tells them apart.
 //
 // Sync modes (intra-rank, against the previous kernel on the stream)
 //   GridDependency: launched with programmatic stream serialization (PDL). The kernel calls
@@ -66,7 +79,7 @@
 
 namespace arfusion::detail {
 
-enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2 };
+enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2, kErrMismatch = 3 };
 
 template <SyncMode kSync>
 __device__ __forceinline__ void gridDependencyWait() {
@@ -84,7 +97,7 @@ __device__ __forceinline__ unsigned long long globalTimerNs() {
   return t;
 }
 
-__device__ __forceinline__ uint32_t* flagAddr(uint32_t* flags, int max_blocks, int phase, int block,
+__device__ __forceinline__ uint64_t* flagAddr(uint64_t* flags, int max_blocks, int phase, int block,
                                               int src) {
   return flags + (static_cast<size_t>(phase) * max_blocks + block) * kMaxRanks + src;
 }
@@ -98,23 +111,25 @@ __device__ __forceinline__ uint8_t* regionAddr(const DeviceComm& c, int r, int b
 }
 
 // Step 2 of the protocol. Call with every thread of the block, after the payload stores.
-__device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch) {
+__device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
   __syncthreads();
   const int t = threadIdx.x;
   if (t < c.world - 1) {
     const int peer = t < c.rank ? t : t + 1;
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_system> flag(
+    cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
         *flagAddr(c.flags[peer], c.max_blocks, phase, block, c.rank));
-    flag.store(epoch, cuda::std::memory_order_release);
+    flag.store((static_cast<uint64_t>(sig) << 32) | epoch, cuda::std::memory_order_release);
   }
 }
 
 // Records a failure in the host-mapped error word. Plain volatile stores, no atomics: PCIe
-// atomics to host memory are not available everywhere. Racing blocks may interleave their details;
-// any one failure is enough for the host.
+// atomics to host memory are not available everywhere. The first failure wins (a later timeout of
+// another block must not hide the mismatch that caused it): the one host-memory read of a wait,
+// on its failure path only. Racing blocks may still interleave their details; any one is enough.
 static __device__ __noinline__ void reportFailure(const DeviceComm& c, uint32_t code, int block, int peer,
                                            uint32_t epoch) {
   volatile uint32_t* err = c.error;
+  if (err[0] != kErrNone) return;
   err[1] = (static_cast<uint32_t>(block) << 8) | static_cast<uint32_t>(peer);
   err[2] = epoch;
   __threadfence_system();
@@ -123,20 +138,27 @@ static __device__ __noinline__ void reportFailure(const DeviceComm& c, uint32_t 
 }
 
 // Step 3 of the protocol. Call with every thread of the block. Returns false (on every thread) if
-// any peer timed out or the communicator was aborted; the caller must then leave the kernel.
-__device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int block, uint32_t epoch) {
+// any peer timed out, sent another call's signature, or the communicator was aborted; the caller
+// must then leave the kernel.
+__device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
   const int t = threadIdx.x;
   bool ok = true;
   if (t < c.world - 1) {
     const int peer = t < c.rank ? t : t + 1;
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_system> flag(
+    cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
         *flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
     unsigned long long start = 0;
     for (uint32_t polls = 1;; ++polls) {
       // Poll relaxed; one acquire fence once the flag is seen (the PTX "acquire pattern"): an
       // acquire load per poll would pay the fence on every iteration.
-      if (static_cast<int32_t>(flag.load(cuda::std::memory_order_relaxed) - epoch) >= 0) {
+      const uint64_t f = flag.load(cuda::std::memory_order_relaxed);
+      const uint32_t seen = static_cast<uint32_t>(f);
+      if (static_cast<int32_t>(seen - epoch) >= 0) {
         cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+        if (seen == epoch && static_cast<uint32_t>(f >> 32) != sig) {
+          reportFailure(c, kErrMismatch, block, peer, epoch);
+          ok = false;
+        }
         break;
       }
       if ((polls & 255u) == 0) {
@@ -156,9 +178,19 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
 
 // ---- Lamport protocol -------------------------------------------------------------------------
 
-// Lamport slot of (block, epoch) in rank r's workspace.
-__device__ __forceinline__ uint8_t* lamportAddr(const DeviceComm& c, int r, int block, uint32_t epoch) {
+// Lamport slot of (block, epoch) in rank r's workspace: the senders' headers, then the rows.
+__device__ __forceinline__ uint8_t* lamportSlot(const DeviceComm& c, int r, int block, uint32_t epoch) {
   return c.lamport[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.lamport_region_bytes;
+}
+__device__ __forceinline__ uint8_t* lamportAddr(const DeviceComm& c, int r, int block, uint32_t epoch) {
+  return lamportSlot(c, r, block, epoch) + kLamportHeaderBytes;
+}
+// Header of sender index s (senderIndex) in a Lamport slot.
+__device__ __forceinline__ uint32_t* lamportHeader(uint8_t* slot, int s) {
+  return reinterpret_cast<uint32_t*>(slot + 16 * s);
+}
+__device__ __forceinline__ Pack<uint32_t, 4> lamportHeaderValue(uint32_t sig, uint32_t epoch) {
+  return Pack<uint32_t, 4>{{sig, epoch & 0x7fffffffu, 0u, 0u}};
 }
 
 // All-ones in an element's bits: "not arrived yet".
@@ -196,12 +228,13 @@ __device__ __forceinline__ void spinCycles(long long cycles) {
 }
 
 // Polls p until every element arrived, backing off 32..512 cycles between polls. Bounded like
-// waitPeers: every 256 polls it checks the block's give-up flag, the abort word and the timeout;
-// on failure it records it, raises the block's give-up flag (so the block's other pollers stop at
-// once) and returns what it read.
-template <typename T, int VEC>
+// waitPeers: every 256 polls it checks the block's give-up flag, the abort word and the timeout,
+// and, for a row pack (kRows), whether the sender's header says it is in another call (its rows
+// may then never fill what this rank waits for); on failure it records it, raises the block's
+// give-up flag (so the block's other pollers stop at once) and returns what it read.
+template <typename T, int VEC, bool kRows = false>
 __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
-                                                    uint32_t epoch, int* give_up) {
+                                                    uint32_t epoch, int* give_up, uint32_t sig = 0) {
   Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
   if (lamportArrived(v)) return v;
   unsigned long long start = 0;
@@ -222,6 +255,16 @@ __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T
         reportFailure(c, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
         atomicExch(give_up, 1);
         break;
+      }
+      if (kRows) {
+        const uint32_t* header = lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(peer, c.rank));
+        const Pack<uint32_t, 4> h = loadPackRelaxedSys<uint32_t, 4>(header);
+        const Pack<uint32_t, 4> want = lamportHeaderValue(sig, epoch);
+        if (lamportArrived(h) && (h.v[0] != want.v[0] || h.v[1] != want.v[1])) {
+          reportFailure(c, kErrMismatch, block, peer, epoch);
+          atomicExch(give_up, 1);
+          break;
+        }
       }
     }
   }

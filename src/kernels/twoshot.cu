@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
         storePackPeer<T, VEC>(dst + j * stride + i * VEC, loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC));
       }
     }
-    signalPeers(c, 0, b, e);
+    signalPeers(c, 0, b, e, a.sig);
   };
 
   if (b < units) pushScatter(b, epoch + 1);
@@ -82,7 +82,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     ++epoch;
     const int64_t unit0 = u * n * R;
     // 1. Wait for this unit's reduce-scatter.
-    if (!waitPeers(c, 0, b, epoch)) return;
+    if (!waitPeers(c, 0, b, epoch, a.sig)) return;
 
     // 2. Reduce the owned rows, all-gather each sum as it is produced, epilogue locally.
     T* region = reinterpret_cast<T*>(regionAddr(c, c.rank, b, epoch));
@@ -119,12 +119,12 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
         return s;
       });
     }
-    signalPeers(c, 1, b, epoch);
+    signalPeers(c, 1, b, epoch, a.sig);
     // 3. The next unit's reduce-scatter goes out now, so its transfer overlaps this unit's all-gather
     // wait and peer epilogue (the header says why slot (epoch+1)%2's RS part is free here).
     if (u + gridDim.x < units) pushScatter(u + gridDim.x, epoch + 1);
     // 4. Wait for the gathered sums.
-    if (!waitPeers(c, 1, b, epoch)) return;
+    if (!waitPeers(c, 1, b, epoch, a.sig)) return;
 
     // 5. Epilogue of the peers' rows from the gathered sums.
     for (int d = 1; d < n; ++d) {
