@@ -297,12 +297,17 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
         e = std::string("launch: ") + arfusion::lastError();
       } else {
         cudaStreamSynchronize(ctx.stream);
-        const char* detail = nullptr;
-        const Status st = arfusion::commGetAsyncError(ctx.comm, &detail);
+        const char* detail_ptr = nullptr;
+        const Status st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
+        const std::string detail = detail_ptr ? detail_ptr : "";  // valid until this thread's next call
         if (st != Status::kMismatch)
-          e = std::string("expected kMismatch, got ") + arfusion::statusString(st) + " (" + (detail ? detail : "") + ")";
+          e = std::string("expected kMismatch, got ") + arfusion::statusString(st) + " (" + detail + ")";
+        else if (detail.find("mismatch on device") == std::string::npos)
+          e = "the detail does not say mismatch: " + detail;
         else if (call(mine) != Status::kMismatch)
           e = "the next call did not report the mismatch";
+        else
+          std::printf("mismatch reported (%s, rank %d): %s\n", k.what, ctx.rank, detail.c_str());
       }
       cudaFree(buf);
       return e.empty() ? e : std::string(k.what) + ": " + e;

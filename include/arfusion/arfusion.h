@@ -189,8 +189,9 @@ Status commDestroy(Communicator* comm);
 // copy engine runs beside the waiting kernels; they notice it within a few hundred microseconds).
 Status commAbort(Communicator* comm);
 
-// Reads the device-side error word without synchronizing: kSuccess, kTimeout or kAborted.
-// `detail` (optional) receives a message naming the block, peer and epoch that failed.
+// Reads the device-side error word without synchronizing: kSuccess, kTimeout, kAborted or
+// kMismatch. `detail` (optional) receives a message naming the block, peer and epoch that failed;
+// it stays valid until this thread's next arfusion call.
 Status commGetAsyncError(Communicator* comm, const char** detail = nullptr);
 
 // Rank, size and CUDA device of the communicator.
