@@ -319,6 +319,42 @@ TEST(Plan, WithoutNcclAutoStaysFused) {
   EXPECT_EQ(planFor(t, Shape{4096, 8192}).strategy, Strategy::kOneShot);
 }
 
+// Call signatures (sync.cuh): equal for equal calls, different when any field that changes what
+// the peers send differs, and bit 31 always clear (the Lamport header's words must never be the
+// all-ones "not arrived" pattern). Pointers and eps are per-rank and must not matter.
+TEST(Signature, DependsOnWhatPeersExchangeAndNeverSetsBit31) {
+  RowArgs a = makeRowArgs(Op::kAllReduceAddRMSNorm, nullptr, nullptr, nullptr, nullptr, nullptr, 128, 8192, 1e-6f);
+  const uint32_t base = callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true);
+  RowArgs b = a;
+  b.input = &b;
+  b.eps = 1e-5f;
+  EXPECT_EQ(callSignature(b, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true), base);
+  std::vector<uint32_t> sigs = {base};
+  RowArgs t = a;
+  t.tokens = 129;
+  sigs.push_back(callSignature(t, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true));
+  RowArgs h = a;
+  h.hidden = 8200;
+  sigs.push_back(callSignature(h, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true));
+  RowArgs o = a;
+  o.op = Op::kAllReduceAdd;
+  sigs.push_back(callSignature(o, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true));
+  sigs.push_back(callSignature(a, int(DType::kFloat16), int(Strategy::kOneShot), 128, 1, true));
+  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kTwoShot), 128, 1, true));
+  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 64, 1, true));
+  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 2, true));
+  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, false));
+  for (size_t i = 0; i < sigs.size(); ++i)
+    for (size_t j = i + 1; j < sigs.size(); ++j) EXPECT_NE(sigs[i], sigs[j]) << i << " vs " << j;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 100000; ++i) {
+    RowArgs r = a;
+    r.tokens = int64_t(rng() % 100000) + 1;
+    r.hidden = int64_t(rng() % 65536) + 1;
+    EXPECT_EQ(callSignature(r, int(rng() % 3), int(rng() % 3), int(rng() % 1024), int(rng() % 64), rng() & 1) >> 31, 0u);
+  }
+}
+
 TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
   for (int world : {2, 3, 4, 8}) {
     Topology t = h200Pair();
