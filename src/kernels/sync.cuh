@@ -44,9 +44,12 @@
 // A receiver compares each peer's with its own: the flag holds it next to the epoch (checked when
 // the flag holds exactly e; a peer already at e+1 was checked by that peer), and each Lamport
 // region starts with one 16-byte header per sender, {signature, epoch & 0x7fffffff, 0, 0}, pushed
-// before the rows and polled, checked and cleared like them, at the end of the unit (its load is
-// issued as soon as the thread's first rows arrived, so it is rarely still in flight then). A
-// mismatch, i.e. ranks that paired calls of different shapes, dtypes or ops, is reported as
+// before the rows and polled, checked and cleared like them at the end of the unit by thread t for
+// sender t; its load is issued once that thread's first rows arrived (at 1 x 4096 it is still in
+// flight when the epilogue ends: +0.2-0.3 us, docs/PERF-NOTES.md session 6), and a row wait that
+// lasts 256 polls looks at the header too, so rows of another shape that never fill this rank's
+// slots are found before the timeout. A mismatch, i.e. ranks that paired calls of different
+// shapes, dtypes, ops or grids, is reported as
 // kErrMismatch: the host fails the communicator (Status::kMismatch) instead of returning results
 // computed from another call's data. A rank that skips a call and pairs its next call of the same
 // shape with the peers' skipped one is not detected: nothing in the call tells them apart.
@@ -67,9 +70,9 @@
 // written by commAbort() through a copy engine) every 256 polls, and gives up after timeout_ns or
 // once the abort word is set. It records the failure in the host-mapped error word and the whole
 // block leaves the kernel; the host reports kTimeout / kAborted at the next call or through
-// commGetAsyncError(). A wait never reads host memory: on H200 such a read took up to
-// milliseconds now and then, and every waiting block stalled behind it (docs/PERF-NOTES.md, "the
-// stall mode").
+// commGetAsyncError(). A wait never reads host memory while it waits (reportFailure reads the
+// error word once, on the failure path): on H200 such a read took up to milliseconds now and then,
+// and every waiting block stalled behind it (docs/PERF-NOTES.md, "the stall mode").
 #pragma once
 
 #include <cuda/atomic>
