@@ -324,26 +324,36 @@ TEST(Plan, WithoutNcclAutoStaysFused) {
 // all-ones "not arrived" pattern). Pointers and eps are per-rank and must not matter.
 TEST(Signature, DependsOnWhatPeersExchangeAndNeverSetsBit31) {
   RowArgs a = makeRowArgs(Op::kAllReduceAddRMSNorm, nullptr, nullptr, nullptr, nullptr, nullptr, 128, 8192, 1e-6f);
-  const uint32_t base = callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true);
+  FusedLaunch l;
+  l.blocks = 128;
+  l.rows_per_step = 1;
+  l.vector = true;
+  l.dtype = DType::kBFloat16;
+  const uint32_t base = callSignature(a, l, Strategy::kOneShot);
   RowArgs b = a;
   b.input = &b;
   b.eps = 1e-5f;
-  EXPECT_EQ(callSignature(b, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true), base);
+  EXPECT_EQ(callSignature(b, l, Strategy::kOneShot), base);
   std::vector<uint32_t> sigs = {base};
   RowArgs t = a;
   t.tokens = 129;
-  sigs.push_back(callSignature(t, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true));
+  sigs.push_back(callSignature(t, l, Strategy::kOneShot));
   RowArgs h = a;
   h.hidden = 8200;
-  sigs.push_back(callSignature(h, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true));
+  sigs.push_back(callSignature(h, l, Strategy::kOneShot));
   RowArgs o = a;
   o.op = Op::kAllReduceAdd;
-  sigs.push_back(callSignature(o, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, true));
-  sigs.push_back(callSignature(a, int(DType::kFloat16), int(Strategy::kOneShot), 128, 1, true));
-  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kTwoShot), 128, 1, true));
-  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 64, 1, true));
-  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 2, true));
-  sigs.push_back(callSignature(a, int(DType::kBFloat16), int(Strategy::kOneShot), 128, 1, false));
+  sigs.push_back(callSignature(o, l, Strategy::kOneShot));
+  auto with = [&](auto change) {
+    FusedLaunch m = l;
+    change(m);
+    return callSignature(a, m, Strategy::kOneShot);
+  };
+  sigs.push_back(with([](FusedLaunch& m) { m.dtype = DType::kFloat16; }));
+  sigs.push_back(callSignature(a, l, Strategy::kTwoShot));
+  sigs.push_back(with([](FusedLaunch& m) { m.blocks = 64; }));
+  sigs.push_back(with([](FusedLaunch& m) { m.rows_per_step = 2; }));
+  sigs.push_back(with([](FusedLaunch& m) { m.vector = false; }));
   for (size_t i = 0; i < sigs.size(); ++i)
     for (size_t j = i + 1; j < sigs.size(); ++j) EXPECT_NE(sigs[i], sigs[j]) << i << " vs " << j;
   std::mt19937_64 rng(7);
@@ -351,7 +361,12 @@ TEST(Signature, DependsOnWhatPeersExchangeAndNeverSetsBit31) {
     RowArgs r = a;
     r.tokens = int64_t(rng() % 100000) + 1;
     r.hidden = int64_t(rng() % 65536) + 1;
-    EXPECT_EQ(callSignature(r, int(rng() % 3), int(rng() % 3), int(rng() % 1024), int(rng() % 64), rng() & 1) >> 31, 0u);
+    FusedLaunch m;
+    m.dtype = static_cast<DType>(rng() % 3);
+    m.blocks = int(rng() % 1024);
+    m.rows_per_step = int(rng() % 64);
+    m.vector = rng() & 1;
+    EXPECT_EQ(callSignature(r, m, static_cast<Strategy>(rng() % 3)) >> 31, 0u);
   }
 }
 

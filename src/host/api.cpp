@@ -106,8 +106,7 @@ Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, cons
   launch.sync = plan.sync_mode;
   launch.dtype = dtype;
   RowArgs signed_args = a;
-  signed_args.sig = detail::callSignature(a, static_cast<int>(dtype), static_cast<int>(plan.strategy), plan.blocks,
-                                          plan.rows_per_step, vector);
+  signed_args.sig = detail::callSignature(a, launch, plan.strategy);
   const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, signed_args, launch, stream)
                                                              : detail::launchTwoShot(dev, signed_args, launch, stream);
   if (e != cudaSuccess)

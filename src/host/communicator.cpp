@@ -398,19 +398,22 @@ detail::PlanInputs Communicator::planInputs() const {
 Status Communicator::checkHealth() {
   const volatile uint32_t* err = ctl->error;
   const uint32_t code = err[0];
-  if (code != 0 && failed.load() == 0) {
+  if (code != detail::kErrNone && failed.load() == 0) {
     std::lock_guard<std::mutex> lock(failure_mu);
     char buf[240];
-    if (code == 3)
+    if (code == detail::kErrMismatch)
       std::snprintf(buf, sizeof buf,
                     "mismatch on device: block %u was paired with a call of rank %u that has another op, dtype, "
                     "shape or strategy (epoch %u); every rank must make the same calls in the same order",
                     err[1] >> 8, err[1] & 0xff, err[2]);
     else
       std::snprintf(buf, sizeof buf, "%s on device: block %u waited for rank %u at epoch %u",
-                    code == 2 ? "abort" : "timeout", err[1] >> 8, err[1] & 0xff, err[2]);
+                    code == detail::kErrAbort ? "abort" : "timeout", err[1] >> 8, err[1] & 0xff, err[2]);
     failure_detail = buf;
-    failed.store(static_cast<int>(code == 3 ? Status::kMismatch : code == 2 ? Status::kAborted : Status::kTimeout));
+    const Status st = code == detail::kErrMismatch ? Status::kMismatch
+                      : code == detail::kErrAbort  ? Status::kAborted
+                                                   : Status::kTimeout;
+    failed.store(static_cast<int>(st));
   }
   const int f = failed.load();
   if (f == 0) return Status::kSuccess;

@@ -27,6 +27,10 @@ constexpr int kPhases = 2;
 // sender slot, sync.cuh "Call signatures"); the rows follow.
 constexpr size_t kLamportHeaderBytes = 16 * kMaxRanks;
 
+// Codes of DeviceComm::error[0], written by the kernels (sync.cuh reportFailure), read by the host
+// (Communicator::checkHealth).
+enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2, kErrMismatch = 3 };
+
 // Device-side view of one rank's communicator: peer pointers and the control words. Passed by value.
 struct DeviceComm {
   uint64_t* flags[kMaxRanks];  // each rank's flag array: [kPhases][max_blocks][kMaxRanks] (by sender),
@@ -34,7 +38,7 @@ struct DeviceComm {
   uint8_t* data[kMaxRanks];    // each rank's data regions: [max_blocks][kSlots][region_bytes]
   uint8_t* lamport[kMaxRanks]; // each rank's Lamport regions: [max_blocks][kSlots][lamport_region_bytes]; all-ones when idle
   uint32_t* epochs;            // this rank's per-block epoch counters [max_blocks] (local)
-  uint32_t* error;             // host-mapped: [0] code (0 ok, 1 timeout, 2 abort, 3 mismatch), [1] block<<8|peer, [2] epoch
+  uint32_t* error;             // host-mapped: [0] code (kErr*), [1] block<<8|peer, [2] epoch
   const uint32_t* abort_flag;  // local device memory, non-zero after commAbort()
   unsigned long long timeout_ns;
   size_t region_bytes;         // bytes of one (block, slot) region of the data area
@@ -58,28 +62,6 @@ struct RowArgs {
   // Fused kernels: this call's signature (callSignature()), compared with every peer's.
   uint32_t sig = 0;
 };
-
-// 31 bits that every rank computes alike for the same call (op, dtype, shape, strategy and grid)
-// and that differ, but for hash collisions, when ranks pair calls that do not match. Never all-ones
-// in any 32-bit word it is stored in (bit 31 is clear): the Lamport header relies on it.
-inline uint32_t callSignature(const RowArgs& a, int dtype, int strategy, int blocks, int rows_per_step, bool vector) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(static_cast<uint64_t>(a.op));
-  mix(static_cast<uint64_t>(dtype));
-  mix(static_cast<uint64_t>(a.tokens));
-  mix(static_cast<uint64_t>(a.hidden));
-  mix(static_cast<uint64_t>(strategy));
-  mix(static_cast<uint64_t>(blocks));
-  mix(static_cast<uint64_t>(rows_per_step));
-  mix(vector ? 1 : 0);
-  return static_cast<uint32_t>(h ^ (h >> 32)) & 0x7fffffffu;
-}
 
 inline RowArgs makeRowArgs(Op op, const void* input, const void* residual_in, void* residual_out, const void* gamma,
                           void* out, int64_t tokens, int64_t hidden, float eps) {
@@ -110,6 +92,28 @@ struct FusedLaunch {
 inline size_t rowStride(int64_t hidden, DType dtype) {
   const size_t elem = dtype == DType::kFloat32 ? 4 : 2;
   return (static_cast<size_t>(hidden) * elem + 15) / 16 * 16;
+}
+
+// 31 bits that every rank computes alike for the same call (op, dtype, shape, strategy and grid)
+// and that differ, but for hash collisions, when ranks pair calls that do not match. Never all-ones
+// in any 32-bit word it is stored in (bit 31 is clear): the Lamport header relies on it.
+inline uint32_t callSignature(const RowArgs& a, const FusedLaunch& l, Strategy strategy) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(a.op));
+  mix(static_cast<uint64_t>(l.dtype));
+  mix(static_cast<uint64_t>(a.tokens));
+  mix(static_cast<uint64_t>(a.hidden));
+  mix(static_cast<uint64_t>(strategy));
+  mix(static_cast<uint64_t>(l.blocks));
+  mix(static_cast<uint64_t>(l.rows_per_step));
+  mix(l.vector ? 1 : 0);
+  return static_cast<uint32_t>(h ^ (h >> 32)) & 0x7fffffffu;
 }
 
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,

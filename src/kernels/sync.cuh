@@ -82,8 +82,6 @@
 
 namespace arfusion::detail {
 
-enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2, kErrMismatch = 3 };
-
 template <SyncMode kSync>
 __device__ __forceinline__ void gridDependencyWait() {
   if constexpr (kSync == SyncMode::kGridDependency) cudaGridDependencySynchronize();
