@@ -16,6 +16,7 @@ const char* pathName(Path p) {
     case Path::kAuto: return "auto";
     case Path::kPeerCopy: return "peer_copy";
     case Path::kOneShotFlag: return "oneshot_flag";
+    case Path::kPeerStore: return "peer_store";
   }
   return "?";
 }
@@ -147,6 +148,9 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
             break;
           case Path::kPeerCopy:
             return cudaMemcpyAsync(peer_dst[(r + 1) % world_], in, bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+          case Path::kPeerStore:
+            peerStore(in, peer_dst[(r + 1) % world_], bytes / 16 * 16, s);
+            return cudaGetLastError() == cudaSuccess;
           default:
             if (op == arfusion::Op::kAllReduce) st = arfusion::allReduce(comms_[r], in, o, tokens, hidden, d, s);
             else if (op == arfusion::Op::kAllReduceAdd) st = arfusion::allReduceAdd(comms_[r], in, res, res_out, tokens, hidden, d, s);

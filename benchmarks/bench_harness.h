@@ -17,7 +17,10 @@ namespace arfbench {
 
 // kOneShotFlag: the one-shot with the FlagBarrier sync mode (flag protocol, no PDL), the default on
 // arches where GridDependency is not validated; kOneShot/kTwoShot take the sync mode Auto picks.
-enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy, kOneShotFlag };
+// kPeerCopy: every rank copies the message into the next rank's memory with the copy engine;
+// kPeerStore: the same with SM stores (peerStore, every SM, 16-byte stores): the peer-store
+// bandwidth the fused kernels' bus bandwidth is compared with.
+enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy, kOneShotFlag, kPeerStore };
 const char* pathName(Path p);
 
 struct Timing {
@@ -59,5 +62,11 @@ std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& con
 
 // Fills a device buffer with random normal values of dtype (cuRAND Philox, on the device).
 void fillRandom(void* p, size_t count, arfusion::DType dtype, unsigned long long seed, cudaStream_t s);
+
+// Copies `bytes` (a multiple of 16) from src to dst, a peer's buffer, with 16-byte SM stores from
+// one 512-thread block per SM. On the H200 pair every variant with that many blocks or more (one
+// or four packs per thread in flight, weak or relaxed.sys stores) came within 1% of the fastest
+// (benchmarks/results/2026-11-30-h200x2-v7/experiments/peer-bandwidth/).
+void peerStore(const void* src, void* dst, size_t bytes, cudaStream_t s);
 
 }  // namespace arfbench

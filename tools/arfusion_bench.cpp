@@ -127,9 +127,11 @@ int main(int argc, char** argv) {
         rows.push_back(r);
       }
     }
-  // Peer bandwidth of this machine, in the same run.
+  // Peer bandwidth of this machine, in the same run: copy engine and SM stores.
   const arfbench::Timing peer = g.time(Path::kPeerCopy, op, DType::kBFloat16, 8192, 8192);
   const double peer_gbs = peer.error.empty() ? (8192.0 * 8192 * 2) / (peer.us * 1e-6) / 1e9 : 0;
+  const arfbench::Timing store = g.time(Path::kPeerStore, op, DType::kBFloat16, 8192, 8192);
+  const double store_gbs = store.error.empty() ? (8192.0 * 8192 * 2) / (store.us * 1e-6) / 1e9 : 0;
   const bool tty = isatty(fileno(stderr));
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& r = rows[i];
@@ -155,10 +157,11 @@ int main(int argc, char** argv) {
   for (int p = 0; p < kPaths; ++p) csv << "," << arfbench::pathName(paths[p]) << "_us";
   csv << ",fastest,auto_pick,auto_speedup_vs_nccl_path,auto_vs_fastest\n";
   json << "{\n  \"device\": \"" << g.deviceName() << "\", \"world\": " << world << ", \"op\": \"" << arfusion::toString(op)
-       << "\", \"peer_copy_GBs\": " << peer_gbs << ",\n  \"rows\": [\n";
+       << "\", \"peer_copy_GBs\": " << peer_gbs << ", \"peer_store_GBs\": " << store_gbs << ",\n  \"rows\": [\n";
   std::printf("arfusion-bench: %s x %d, %s, CUDA-graph replay, us per call (median of 7, max over ranks)\n",
               g.deviceName().c_str(), world, arfusion::toString(op));
-  std::printf("peer copy (all ranks writing at once): %.0f GB/s per direction\n", peer_gbs);
+  std::printf("peer bandwidth, all ranks writing at once, 128 MiB: copy engine %.0f GB/s, SM stores %.0f GB/s per direction\n",
+              peer_gbs, store_gbs);
   std::printf("%-5s %6s %6s %10s %9s %9s %9s %9s %9s %9s  %-8s %-16s %8s %8s\n", "dtype", "hidden", "tokens", "bytes", "nccl_ar",
               "addnorm", "nccl+nrm", "oneshot", "twoshot", "auto", "fastest", "auto pick", "vs nccl", "vs best");
   int slower_than_nccl = 0, off_best = 0;
