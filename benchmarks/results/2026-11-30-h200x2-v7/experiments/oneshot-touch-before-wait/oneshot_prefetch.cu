@@ -1,0 +1,249 @@
+// One-shot fused allreduce + residual add + RMSNorm over peer memory: the decode kernel.
+//
+// Algorithm (n ranks, grid G, R rows per step; both derived from the shape, identical on all ranks)
+//   Rows are cut into units of R consecutive rows; block b takes units b, b+G, ... For each unit,
+//   at a fresh epoch e of block b (sync.cuh):
+//     1. push: read the unit's R input rows once, store them into slot e%2 of block b's region on
+//        every peer, at this rank's sender index: (n-1) * R * row bytes leave each rank per unit;
+//     2. wait until every peer's rows arrived (one NVLink crossing);
+//     3. reduce: for each row, sum the n contributions in rank order 0..n-1 in fp32 (own rows from
+//        the input, peers' from the local region), round to T, and run the shared RowEpilogue
+//        (residual add, RMSNorm) which writes residual_out / norm_out.
+//     4. check each peer's call header (pushed before the rows): a peer in another call (shape,
+//        dtype, op) fails the communicator (sync.cuh, "Call signatures"). The flag kernel checks
+//        the signature in the flag instead.
+//   Every rank computes the same sums in the same order: outputs are bitwise identical on all ranks.
+//   Pushing (posted remote stores) rather than pulling keeps one crossing the only cross-GPU
+//   latency on the critical path.
+// Two kernels, one per sync mode (sync.cuh has both protocols):
+//   GridDependency -> oneShotLamportKernel: the data is its own ready flag (Lamport area, all-ones
+//     = not arrived, inputs sanitised); the reader polls the packs, sums them and writes all-ones
+//     back. No fence and no flag on the critical path. cudaGridDependencySynchronize() before the
+//     first global access, trigger after the last write (clears included).
+//   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
+//     every peer, acquire wait, .cg payload loads. No griddepcontrol.
+// Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
+//   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
+//   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
+#include "dispatch.cuh"
+#include "norm_epilogue.cuh"
+#include "sync.cuh"
+
+namespace arfusion::detail {
+namespace {
+
+template <typename T, int VEC, SyncMode kSync>
+__global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+  using Epi = RowEpilogue<T, VEC>;
+  using P = Pack<T, VEC>;
+  __shared__ typename Epi::Shared sh;
+  gridDependencyWait<kSync>();
+
+  const int b = blockIdx.x;
+  const int R = rows_per_step;
+  const int64_t nvec = a.hidden / VEC;
+  const int64_t stride = strideElems<T>(a.hidden);
+  const T* in = static_cast<const T*>(a.input);
+  const int64_t units = (a.tokens + R - 1) / R;
+  uint32_t epoch = c.epochs[b];
+
+  for (int64_t u = b; u < units; u += gridDim.x) {
+    ++epoch;
+    const int64_t row0 = u * R;
+    const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
+
+    // 1. Push this unit's rows to every peer.
+    for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
+      const int j = static_cast<int>(idx / nvec);
+      const int64_t i = idx - j * nvec;
+      const P p = loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC);
+#pragma unroll
+      for (int d = 1; d < kMaxRanks; ++d) {
+        if (d < c.world) {
+          const int peer = (c.rank + d) % c.world;
+          T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) +
+                   (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+          storePackPeer<T, VEC>(dst, p);
+        }
+      }
+    }
+    // 2. One flag round trip.
+    signalPeers(c, 0, b, epoch, a.sig);
+    if (!waitPeers(c, 0, b, epoch, a.sig)) return;
+
+    // 3. Reduce in rank order and run the epilogue, row by row.
+    const T* region = reinterpret_cast<const T*>(regionAddr(c, c.rank, b, epoch));
+    for (int j = 0; j < rows; ++j) {
+      const T* own = in + (row0 + j) * a.hidden;
+      Epi::run(a, row0 + j, sh, [&](int64_t i) {
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
+#pragma unroll
+        for (int src = 0; src < kMaxRanks; ++src) {
+          if (src < c.world) {
+            const P p = src == c.rank
+                            ? loadPack<T, VEC>(own + i * VEC)
+                            : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
+          }
+        }
+        P s;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
+        return s;
+      });
+    }
+  }
+  if (threadIdx.x == 0) c.epochs[b] = epoch;
+  gridDependencyTrigger<kSync>();
+}
+
+
+template <typename T, int VEC, SyncMode kSync>
+// (kThreads, 1): without it ptxas held this kernel to 64 registers and spilled 156-364 bytes per
+// thread (bf16); with it, 105 registers and no spill. 1 x 4096 4.8 -> 4.6 us, 16 x 8192 8.7 -> 8.3
+// (H200 pair, session 4).
+__global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+  static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
+  using Epi = RowEpilogue<T, VEC>;
+  using P = Pack<T, VEC>;
+  __shared__ typename Epi::Shared sh;
+  __shared__ int give_up;
+  if (threadIdx.x == 0) give_up = 0;
+  {
+    // EXPERIMENT: before the grid-dependency wait, touch what the push will need: the input's
+    // first pack of this thread into L2 (a prefetch returns nothing, and L2 is coherent) and, per
+    // peer, the header words of both Lamport slots of this block (translation warm).
+    const int64_t nv = a.hidden / VEC;
+    if (threadIdx.x < nv && blockIdx.x < a.tokens) {
+      const T* p = static_cast<const T*>(a.input) + int64_t(blockIdx.x) * rows_per_step * a.hidden + threadIdx.x * VEC;
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+    }
+    if (threadIdx.x < 2 * (c.world - 1)) {
+      const int d = threadIdx.x >> 1;
+      const int peer = (c.rank + 1 + d) % c.world;
+      const uint32_t* h = lamportHeader(lamportSlot(c, peer, blockIdx.x, threadIdx.x & 1), senderIndex(c.rank, peer));
+      uint32_t v;
+      asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(h) : "memory");
+      (void)v;
+    }
+  }
+  gridDependencyWait<kSync>();
+  __syncthreads();
+
+  const int b = blockIdx.x;
+  const int R = rows_per_step;
+  const int64_t nvec = a.hidden / VEC;
+  const int64_t stride = strideElems<T>(a.hidden);
+  const T* in = static_cast<const T*>(a.input);
+  const int64_t units = (a.tokens + R - 1) / R;
+  uint32_t epoch = c.epochs[b];
+
+  // The header check of sender t < world-1 (sync.cuh, "Call signatures") is thread t's.
+  const bool checker = threadIdx.x < c.world - 1;
+  const int checked = threadIdx.x < c.rank ? threadIdx.x : threadIdx.x + 1;  // the peer it checks
+  for (int64_t u = b; u < units; u += gridDim.x) {
+    if (u != b) {
+      lamportNextUnit();
+      if (give_up) return;  // a failed header check of the previous unit
+    }
+    ++epoch;
+    const int64_t row0 = u * R;
+    const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
+
+    // 1. Push this unit's header, then its rows, sanitised, to every peer.
+    if (checker) {
+      const int peer = (c.rank + 1 + threadIdx.x) % c.world;
+      storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, b, epoch), senderIndex(c.rank, peer)),
+                                 lamportHeaderValue(a.sig, epoch));
+    }
+    for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
+      const int j = static_cast<int>(idx / nvec);
+      const int64_t i = idx - j * nvec;
+      const P p = lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC));
+#pragma unroll
+      for (int d = 1; d < kMaxRanks; ++d) {
+        if (d < c.world) {
+          const int peer = (c.rank + d) % c.world;
+          T* dst = reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) +
+                   (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+          storePackPeer<T, VEC>(dst, p);
+        }
+      }
+    }
+
+    // Every warp's pushes leave before any warp waits. The hardware runs a block's warps
+    // together, but nothing in CUDA promises that a warp spinning on a peer's data lets the other
+    // warps of its block run first. compute-sanitizer racecheck does not: there warp w waited for
+    // rows that warp w' of the peer had not pushed yet, both ranks timed out, and the racecheck run
+    // never finished (session 5). Measured free on H200 (1 x 4096 4.2 us with and without it).
+    __syncthreads();
+
+    // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
+    T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
+    uint32_t* header = checker ? lamportHeader(lamportSlot(c, c.rank, b, epoch), senderIndex(checked, c.rank)) : nullptr;
+    Pack<uint32_t, 4> head;
+    memset(&head, 0xff, sizeof head);
+    for (int j = 0; j < rows; ++j) {
+      const T* own = in + (row0 + j) * a.hidden;
+      Epi::run(a, row0 + j, sh, [&](int64_t i) {
+        float acc[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
+#pragma unroll
+        for (int src = 0; src < kMaxRanks; ++src) {
+          if (src < c.world) {
+            P p;
+            if (src == c.rank) {
+              p = lamportSanitize(loadPack<T, VEC>(own + i * VEC));
+            } else {
+              T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
+              p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+              lamportClear<T, VEC>(slot);
+            }
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
+          }
+        }
+        // The thread's first rows are in: load the header now, check it after the epilogue.
+        if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
+        P s;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
+        return s;
+      });
+    }
+    // 4. The peer's header: the same call? The rows are written by now; a mismatch fails the
+    // communicator like a timeout (reported at the next call or by commGetAsyncError).
+    if (checker) {
+      if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, b, checked, epoch, &give_up);
+      const Pack<uint32_t, 4> want = lamportHeaderValue(a.sig, epoch);
+      if (head.v[0] != want.v[0] || head.v[1] != want.v[1]) {
+        if (lamportArrived(head)) reportFailure(c, kErrMismatch, b, checked, epoch);  // else timed out
+        atomicExch(&give_up, 1);
+      }
+      lamportClear<uint32_t, 4>(header);
+    }
+  }
+  if (threadIdx.x == 0) c.epochs[b] = epoch;
+  gridDependencyTrigger<kSync>();
+}
+
+}  // namespace
+
+cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                          cudaStream_t stream) {
+  return dispatchType(launch.dtype, launch.vector, [&](auto tv) {
+    using T = typename decltype(tv)::type;
+    constexpr int VEC = decltype(tv)::vec;
+    if (launch.sync == SyncMode::kGridDependency)
+      return launchFused(oneShotLamportKernel<T, VEC, SyncMode::kGridDependency>, launch.sync, launch.blocks, stream, comm, args,
+                         launch.rows_per_step);
+    return launchFused(oneShotFlagKernel<T, VEC, SyncMode::kFlagBarrier>, launch.sync, launch.blocks,
+                       stream, comm, args, launch.rows_per_step);
+  });
+}
+
+}  // namespace arfusion::detail
