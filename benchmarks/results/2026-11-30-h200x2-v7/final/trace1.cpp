@@ -1,7 +1,7 @@
 // Timeline of the Lamport one-shot (thread 0 of each block: clock64 and %globaltimer at marks
 // 0 entry, 1 after the grid-dependency wait, 2 pushes issued, 3 after the push barrier, 4 first peer
 // pack arrived, 5 first row's epilogue done, 6 header checked, 7 end) for the last of 20 calls
-// replayed in a CUDA graph. Build the library with src/kernels/oneshot.cu = exp/oneshot_traced.cu.
+// replayed in a CUDA graph. build_trace1.sh builds it against a tree with oneshot-trace.patch.
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
