@@ -149,7 +149,7 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
           case Path::kPeerCopy:
             return cudaMemcpyAsync(peer_dst[(r + 1) % world_], in, bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
           case Path::kPeerStore:
-            peerStore(in, peer_dst[(r + 1) % world_], bytes / 16 * 16, s);
+            peerStore(in, peer_dst[(r + 1) % world_], bytes, s);
             return cudaGetLastError() == cudaSuccess;
           default:
             if (op == arfusion::Op::kAllReduce) st = arfusion::allReduce(comms_[r], in, o, tokens, hidden, d, s);

@@ -63,8 +63,8 @@ std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& con
 // Fills a device buffer with random normal values of dtype (cuRAND Philox, on the device).
 void fillRandom(void* p, size_t count, arfusion::DType dtype, unsigned long long seed, cudaStream_t s);
 
-// Copies `bytes` (a multiple of 16) from src to dst, a peer's buffer, with 16-byte SM stores from
-// one 512-thread block per SM. On the H200 pair every variant with that many blocks or more (one
+// Copies the first bytes / 16 * 16 bytes from src to dst, a peer's buffer, with 16-byte SM stores
+// from one 512-thread block per SM. On the H200 pair every variant with that many blocks or more (one
 // or four packs per thread in flight, weak or relaxed.sys stores) came within 1% of the fastest
 // (benchmarks/results/2026-11-30-h200x2-v7/experiments/peer-bandwidth/).
 void peerStore(const void* src, void* dst, size_t bytes, cudaStream_t s);

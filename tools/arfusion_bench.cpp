@@ -128,10 +128,11 @@ int main(int argc, char** argv) {
       }
     }
   // Peer bandwidth of this machine, in the same run: copy engine and SM stores.
-  const arfbench::Timing peer = g.time(Path::kPeerCopy, op, DType::kBFloat16, 8192, 8192);
-  const double peer_gbs = peer.error.empty() ? (8192.0 * 8192 * 2) / (peer.us * 1e-6) / 1e9 : 0;
-  const arfbench::Timing store = g.time(Path::kPeerStore, op, DType::kBFloat16, 8192, 8192);
-  const double store_gbs = store.error.empty() ? (8192.0 * 8192 * 2) / (store.us * 1e-6) / 1e9 : 0;
+  auto peerGBs = [&](Path p) {  // GB/s per direction moving 8192 x 8192 bf16 (128 MiB); 0 if it failed
+    const arfbench::Timing t = g.time(p, op, DType::kBFloat16, 8192, 8192);
+    return t.error.empty() ? (8192.0 * 8192 * 2) / (t.us * 1e-6) / 1e9 : 0.0;
+  };
+  const double peer_gbs = peerGBs(Path::kPeerCopy), store_gbs = peerGBs(Path::kPeerStore);
   const bool tty = isatty(fileno(stderr));
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& r = rows[i];
