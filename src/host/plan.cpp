@@ -204,7 +204,8 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   // A two-shot step fills a region of the flag-protocol area; a one-shot step must fit both areas'
   // regions (Lamport one-shot, flag one-shot), so the geometry does not depend on the sync mode.
   const size_t lamport_rows_bytes = t.lamport_region_bytes > kLamportHeaderBytes ? t.lamport_region_bytes - kLamportHeaderBytes : 0;
-  const size_t capacity = s == Strategy::kTwoShot ? t.region_bytes : std::min(t.region_bytes, lamport_rows_bytes);
+  // At most 1 GiB per step: the kernels index a step's rows in 32 bits (rows * vectors < 2^31).
+  const size_t capacity = std::min<size_t>(size_t(1) << 30, s == Strategy::kTwoShot ? t.region_bytes : std::min(t.region_bytes, lamport_rows_bytes));
   int64_t r_max = static_cast<int64_t>(capacity) / per_r;
   if (r_max < 1 || t.max_blocks < 1) {
     if (why) {

@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
   const int b = blockIdx.x;
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
+  const int nv32 = static_cast<int>(nvec);  // push-loop index math in 32 bits (rows * nvec <= 128 Ki: kOneShotStepBytes, plan.cpp)
   const int64_t stride = strideElems<T>(a.hidden);
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + R - 1) / R;
@@ -53,9 +54,9 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
     const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
 
     // 1. Push this unit's rows to every peer.
-    for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
-      const int j = static_cast<int>(idx / nvec);
-      const int64_t i = idx - j * nvec;
+    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+      const int j = idx / nv32;
+      const int i = idx - j * nv32;
       const P p = loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC);
 #pragma unroll
       for (int d = 1; d < kMaxRanks; ++d) {
@@ -118,6 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   const int b = blockIdx.x;
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
+  const int nv32 = static_cast<int>(nvec);  // push-loop index math in 32 bits (rows * nvec <= 128 Ki: kOneShotStepBytes, plan.cpp)
   const int64_t stride = strideElems<T>(a.hidden);
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + R - 1) / R;
@@ -141,9 +143,9 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
       storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, b, epoch), senderIndex(c.rank, peer)),
                                  lamportHeaderValue(a.sig, epoch));
     }
-    for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
-      const int j = static_cast<int>(idx / nvec);
-      const int64_t i = idx - j * nvec;
+    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+      const int j = idx / nv32;
+      const int i = idx - j * nv32;
       const P p = lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC));
 #pragma unroll
       for (int d = 1; d < kMaxRanks; ++d) {
@@ -203,7 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
       if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, b, checked, epoch, &give_up);
       const Pack<uint32_t, 4> want = lamportHeaderValue(a.sig, epoch);
       if (head.v[0] != want.v[0] || head.v[1] != want.v[1]) {
-        if (lamportArrived(head)) reportFailure(c, kErrMismatch, b, checked, epoch);  // else timed out
+        if (lamportArrived(head)) reportFailure(c.error, kErrMismatch, b, checked, epoch);  // else timed out
         atomicExch(&give_up, 1);
       }
       lamportClear<uint32_t, 4>(header);

@@ -127,9 +127,9 @@ __device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int 
 // atomics to host memory are not available everywhere. The first failure wins (a later timeout of
 // another block must not hide the mismatch that caused it): the one host-memory read of a wait,
 // on its failure path only. Racing blocks may still interleave their details; any one is enough.
-static __device__ __noinline__ void reportFailure(const DeviceComm& c, uint32_t code, int block, int peer,
-                                           uint32_t epoch) {
-  volatile uint32_t* err = c.error;
+static __device__ __noinline__ void reportFailure(uint32_t* error, uint32_t code, int block, int peer,
+                                                  uint32_t epoch) {
+  volatile uint32_t* err = error;
   if (err[0] != kErrNone) return;
   err[1] = (static_cast<uint32_t>(block) << 8) | static_cast<uint32_t>(peer);
   err[2] = epoch;
@@ -157,7 +157,7 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
       if (static_cast<int32_t>(seen - epoch) >= 0) {
         cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
         if (seen == epoch && static_cast<uint32_t>(f >> 32) != sig) {
-          reportFailure(c, kErrMismatch, block, peer, epoch);
+          reportFailure(c.error, kErrMismatch, block, peer, epoch);
           ok = false;
         }
         break;
@@ -167,7 +167,7 @@ __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int bl
         if (start == 0) start = now;
         const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
         if (aborted || now - start > c.timeout_ns) {
-          reportFailure(c, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
+          reportFailure(c.error, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
           ok = false;
           break;
         }
@@ -228,16 +228,25 @@ __device__ __forceinline__ void spinCycles(long long cycles) {
   }
 }
 
-// Polls p until every element arrived, backing off 32..512 cycles between polls. Bounded like
-// waitPeers: every 256 polls it checks the block's give-up flag, the abort word and the timeout,
-// and, for a row pack (kRows), whether the sender's header says it is in another call (its rows
-// may then never fill what this rank waits for); on failure it records it, raises the block's
-// give-up flag (so the block's other pollers stop at once) and returns what it read.
-template <typename T, int VEC, bool kRows = false>
-__device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
-                                                    uint32_t epoch, int* give_up, uint32_t sig = 0) {
-  Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
-  if (lamportArrived(v)) return v;
+// What a Lamport wait needs on its slow path, by value: an out-of-line callee that took the
+// kernel's DeviceComm parameter by reference made ptxas copy all of it to the stack (264 bytes).
+struct WaitEnv {
+  const uint32_t* abort_flag;
+  uint32_t* error;
+  unsigned long long timeout_ns;
+};
+
+// lamportWait once the first poll missed: out of line, so the ~30 places the one-shot inlines a
+// wait (ranks x vectors per thread x epilogue paths) hold one load, one test and a call each: the
+// bf16 Lamport one-shot's code went from 221 to 150 KB (sm_90a), and from 4.6 to 4.4 us at 1 x 4096,
+// 8.2 to 6.4 at 16 x 8192, 13.8 to 13.0 at 128 x 8192 (H200 pair, session 8, same-run A/B of 2
+// runs). A rank loop that was not unrolled made the code smaller still (64 KB) but serialised
+// the peers' loads: 128 x 8192 14.8, 2048 x 8192 191 against 172 (docs/PERF-NOTES.md, session 8).
+// `header`: the sender's call header when the wait is for rows (kRows), else null.
+template <typename T, int VEC>
+__device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, const uint32_t* header, int block,
+                                                     int peer, uint32_t epoch, int* give_up, uint32_t sig) {
+  Pack<T, VEC> v;
   unsigned long long start = 0;
   long long backoff = 32;
   for (uint32_t polls = 1;; ++polls) {
@@ -251,18 +260,17 @@ __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T
       if (atomicAdd(give_up, 0) != 0) break;
       const unsigned long long now = globalTimerNs();
       if (start == 0) start = now;
-      const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
-      if (aborted || now - start > c.timeout_ns) {
-        reportFailure(c, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
+      const bool aborted = *reinterpret_cast<const volatile uint32_t*>(env.abort_flag) != 0;
+      if (aborted || now - start > env.timeout_ns) {
+        reportFailure(env.error, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
         atomicExch(give_up, 1);
         break;
       }
-      if (kRows) {
-        const uint32_t* header = lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(peer, c.rank));
+      if (header != nullptr) {
         const Pack<uint32_t, 4> h = loadPackRelaxedSys<uint32_t, 4>(header);
         const Pack<uint32_t, 4> want = lamportHeaderValue(sig, epoch);
         if (lamportArrived(h) && (h.v[0] != want.v[0] || h.v[1] != want.v[1])) {
-          reportFailure(c, kErrMismatch, block, peer, epoch);
+          reportFailure(env.error, kErrMismatch, block, peer, epoch);
           atomicExch(give_up, 1);
           break;
         }
@@ -270,6 +278,22 @@ __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T
     }
   }
   return v;
+}
+
+// Polls p until every element arrived, backing off 32..512 cycles between polls. Bounded like
+// waitPeers: every 256 polls it checks the block's give-up flag, the abort word and the timeout,
+// and, for a row pack (kRows), whether the sender's header says it is in another call (its rows
+// may then never fill what this rank waits for); on failure it records it, raises the block's
+// give-up flag (so the block's other pollers stop at once) and returns what it read.
+template <typename T, int VEC, bool kRows = false>
+__device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
+                                                    uint32_t epoch, int* give_up, uint32_t sig = 0) {
+  const Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
+  if (lamportArrived(v)) return v;
+  const uint32_t* header =
+      kRows ? lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(peer, c.rank)) : nullptr;
+  return lamportWaitSlow<T, VEC>(WaitEnv{c.abort_flag, c.error, c.timeout_ns}, p, header, block, peer, epoch,
+                                 give_up, sig);
 }
 
 // Restores "not arrived" over a pack the caller has read.

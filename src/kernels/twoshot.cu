@@ -49,6 +49,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   const int R = rows_per_step;
   const int n = c.world;
   const int64_t nvec = a.hidden / VEC;
+  // Push-loop index math in 32 bits (a 64-bit division is a long software routine): R rows fit a
+  // region of at most 1 GiB (plan.cpp), so R * nvec < 2^31.
+  const int nv32 = static_cast<int>(nvec);
   const int64_t stride = strideElems<T>(a.hidden);
   const int64_t ag_offset = int64_t(n - 1) * R * stride;  // AG part after the RS part
   const T* in = static_cast<const T*>(a.input);
@@ -68,9 +71,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
       const int64_t first = unit0 + int64_t(peer) * R;
       const int rows = rowsOf(first);
       T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, e)) + int64_t(senderIndex(c.rank, peer)) * R * stride;
-      for (int64_t idx = threadIdx.x; idx < rows * nvec; idx += kThreads) {
-        const int j = static_cast<int>(idx / nvec);
-        const int64_t i = idx - j * nvec;
+      for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+        const int j = idx / nv32;
+        const int i = idx - j * nv32;
         storePackPeer<T, VEC>(dst + j * stride + i * VEC, loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC));
       }
     }
