@@ -25,6 +25,8 @@
 // Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
 //   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
+#include <type_traits>
+
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 #include "sync.cuh"
@@ -32,9 +34,9 @@
 namespace arfusion::detail {
 namespace {
 
-template <typename T, int VEC, SyncMode kSync>
+template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC>;
+  using Epi = RowEpilogue<T, VEC, kVpt>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -102,13 +104,13 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 }
 
 
-template <typename T, int VEC, SyncMode kSync>
+template <typename T, int VEC, int kVpt, SyncMode kSync>
 // (kThreads, 1): without it ptxas held this kernel to 64 registers and spilled 156-364 bytes per
 // thread (bf16); with it, 105 registers and no spill. 1 x 4096 4.8 -> 4.6 us, 16 x 8192 8.7 -> 8.3
 // (H200 pair, session 4).
 __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
-  using Epi = RowEpilogue<T, VEC>;
+  using Epi = RowEpilogue<T, VEC, kVpt>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
@@ -222,11 +224,23 @@ cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const Fus
   return dispatchType(launch.dtype, launch.vector, [&](auto tv) {
     using T = typename decltype(tv)::type;
     constexpr int VEC = decltype(tv)::vec;
-    if (launch.sync == SyncMode::kGridDependency)
-      return launchFused(oneShotLamportKernel<T, VEC, SyncMode::kGridDependency>, launch.sync, launch.blocks, stream, comm, args,
-                         launch.rows_per_step);
-    return launchFused(oneShotFlagKernel<T, VEC, SyncMode::kFlagBarrier>, launch.sync, launch.blocks,
-                       stream, comm, args, launch.rows_per_step);
+    auto go = [&](auto vpt) {
+      constexpr int kVpt = decltype(vpt)::value;
+      if (launch.sync == SyncMode::kGridDependency)
+        return launchFused(oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>, launch.sync, launch.blocks,
+                           stream, comm, args, launch.rows_per_step);
+      return launchFused(oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>, launch.sync, launch.blocks, stream,
+                         comm, args, launch.rows_per_step);
+    };
+    // Vectors per thread of the in-register epilogue: the fewest the row needs (vector path). A
+    // kernel whose row takes 1 of 4 unrolled vectors jumps over the other 3 on every call, and at
+    // 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
+    if constexpr (VEC > 1) {
+      const int64_t nvec = args.hidden / VEC;
+      if (nvec <= kThreads) return go(std::integral_constant<int, 1>{});
+      if (nvec <= 2 * kThreads) return go(std::integral_constant<int, 2>{});
+    }
+    return go(std::integral_constant<int, kMaxVecPerThread>{});
   });
 }
 
