@@ -44,7 +44,9 @@ def main():
             subprocess.run(cmd, check=True)
             ptx = open(tmp.name).read()
         for name, body in entries(ptx).items():
-            if re.search(r"(Li8E|Li4E)LNS_8SyncMode", name):
+            # Template arguments <T, VEC, ...>: the vector path is VEC 8 (16-bit T) or 4 (fp32).
+            tv = re.search(r"I(13__nv_bfloat16|6__half|f)Li(\d+)E", name)
+            if "SyncMode" in name and tv and int(tv.group(2)) == (4 if tv.group(1) == "f" else 8):
                 vec_kernels += 1
                 narrow = re.findall(r"\bst(?:\.\w+)*?\.global(?:\.\w+)*\.(?:[usbf]8|[usbf]16|[usbf]32|[usbf]64)\b", body)
                 narrow = [n for n in narrow if ".v" not in n]
