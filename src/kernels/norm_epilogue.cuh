@@ -15,7 +15,7 @@
 // Must be called by every thread of the block (it contains __syncthreads).
 #pragma once
 
-#include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
 
 #include "kernels.h"
 #include "vec.cuh"
@@ -35,10 +35,11 @@ namespace arfusion::detail {
 template <typename T, int VEC, int kVpt = kMaxVecPerThread>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
-  using BlockReduce = cub::BlockReduce<float, kThreads>;
+  using WarpReduce = cub::WarpReduce<float>;
+  static constexpr int kWarps = kThreads / 32;
   struct Shared {
-    typename BlockReduce::TempStorage reduce;
-    float scale;
+    typename WarpReduce::TempStorage warp[kWarps];
+    float partial[kWarps];  // each warp's sum of z^2
   };
 
   // sumFn(i) returns the reduced pack of vector i of the row (and may have side effects, e.g. the
@@ -140,13 +141,19 @@ struct RowEpilogue {
 
  private:
   // rsqrt(mean(z^2) + eps) of the row, on every thread. Leaves `sh` free for the next row.
+  // The order of cub::BlockReduce (warp reductions, then warp 0's sum plus warps 1.. in order), so
+  // the same bits; but every thread adds the warps' sums itself: two barriers per row instead of
+  // BlockReduce's one plus two for broadcasting thread 0's result.
   __device__ __forceinline__ static float blockScale(const RowArgs& a, Shared& sh, float ss) {
-    const float total = BlockReduce(sh.reduce).Sum(ss);
-    if (threadIdx.x == 0) sh.scale = rsqrtf(total / static_cast<float>(a.hidden) + a.eps);
+    const int warp = threadIdx.x / 32;
+    const float w = WarpReduce(sh.warp[warp]).Sum(ss);
+    if (threadIdx.x % 32 == 0) sh.partial[warp] = w;
     __syncthreads();
-    const float scale = sh.scale;
-    __syncthreads();
-    return scale;
+    float total = sh.partial[0];
+#pragma unroll
+    for (int k = 1; k < kWarps; ++k) total += sh.partial[k];
+    __syncthreads();  // the next row rewrites sh.partial
+    return rsqrtf(total / static_cast<float>(a.hidden) + a.eps);
   }
 };
 
