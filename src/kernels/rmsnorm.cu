@@ -3,7 +3,7 @@
 //
 // Algorithm: one block of kThreads per row (grid-stride over rows), the shared RowEpilogue with the
 // fewest vectors per thread that hold the row (kVpt 1, 2 or 4):
-// 16-byte loads, fp32 math, CUB BlockReduce for sum(z^2). With the row in registers each byte of
+// 16-byte loads, fp32 math, CUB WarpReduce for sum(z^2) (norm_epilogue.cuh). With the row in registers each byte of
 // x, residual_in and gamma is read once and residual_out and norm_out written once, the minimum.
 // x may alias norm_out (the NCCL path reduces into norm_out): every element of x is read by the
 // thread that later writes it, before it writes it.
