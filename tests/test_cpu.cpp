@@ -420,6 +420,25 @@ TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
   EXPECT_EQ(rows, 1);
 }
 
+// The kernels index a step's rows in 32 bits (rows * 16-byte vectors, or rows * elements on the
+// scalar path, must stay below 2^31): a step never fills more than 1 GiB of a region, however large
+// the workspace. Here one block's region is 8 GiB (a 16 GiB workspace, one block).
+TEST(Plan, StepsStayBelowOneGiBForThe32BitIndex) {
+  Topology t = h200Pair();
+  t.max_blocks = 1;
+  t.region_bytes = size_t(8) << 30;
+  t.lamport_region_bytes = size_t(32) << 20;
+  for (DType d : {DType::kBFloat16, DType::kFloat32}) {
+    const Shape sh{int64_t(1) << 20, 65536, d};  // 2^20 rows of 128-256 KB
+    int blocks = 0, rows = 0;
+    ASSERT_TRUE(fusedGeometry(t, Strategy::kTwoShot, sh, &blocks, &rows, nullptr));
+    const int64_t step_bytes = int64_t(rows) * 2 * (t.world - 1) * int64_t(rowStride(sh.hidden, d));
+    EXPECT_LE(step_bytes, int64_t(1) << 30);
+    EXPECT_LT(int64_t(rows) * sh.hidden, int64_t(1) << 31);  // elements: the scalar path's index
+    EXPECT_GT(step_bytes, int64_t(1) << 29);                  // and the cap, not something smaller, decided
+  }
+}
+
 // The Lamport area (one-shot) takes half the workspace, up to 32 MiB per peer; the flag-protocol
 // area the rest. Areas do not overlap and stay inside the allocation.
 TEST(Workspace, LamportAreaIsCappedTheDataAreaTakesTheRest) {
