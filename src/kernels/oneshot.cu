@@ -22,6 +22,10 @@
 //     first global access, trigger after the last write (clears included).
 //   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
 //     every peer, acquire wait, .cg payload loads. No griddepcontrol.
+// Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
+//   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: launchOneShot)
+//   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
+//   docs/PERF-NOTES.md has the measurements.
 // Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
 //   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
