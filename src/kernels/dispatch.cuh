@@ -32,6 +32,13 @@ cudaError_t dispatchType(DType dtype, bool vector, F&& f) {
   return cudaErrorInvalidValue;
 }
 
+// Vectors per thread of the in-register row epilogue (RowEpilogue's kVpt) for a row of nvec
+// vectors: the fewest that hold it, 1 or 2, else kMaxVecPerThread (which also takes wider rows, in
+// two passes). Kernels instantiated per kVpt run no unrolled body for vectors the row lacks.
+inline int fewestVectorsPerThread(int64_t nvec) {
+  return nvec <= kThreads ? 1 : nvec <= 2 * kThreads ? 2 : kMaxVecPerThread;
+}
+
 // Launches a fused kernel; GridDependency kernels get the programmatic-serialization attribute.
 template <typename... KArgs, typename... Args>
 cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, cudaStream_t stream,

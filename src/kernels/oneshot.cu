@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
   const int b = blockIdx.x;
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
-  const int nv32 = static_cast<int>(nvec);  // push-loop index math in 32 bits (rows * nvec <= 128 Ki: kOneShotStepBytes, plan.cpp)
+  const int nv32 = static_cast<int>(nvec);  // push-loop index in 32 bits: plan.cpp caps a step at 1 GiB
   const int64_t stride = strideElems<T>(a.hidden);
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + R - 1) / R;
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   const int b = blockIdx.x;
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
-  const int nv32 = static_cast<int>(nvec);  // push-loop index math in 32 bits (rows * nvec <= 128 Ki: kOneShotStepBytes, plan.cpp)
+  const int nv32 = static_cast<int>(nvec);  // push-loop index in 32 bits: plan.cpp caps a step at 1 GiB
   const int64_t stride = strideElems<T>(a.hidden);
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + R - 1) / R;
@@ -240,9 +240,9 @@ cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const Fus
     // kernel whose row takes 1 of 4 unrolled vectors jumps over the other 3 on every call, and at
     // 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
     if constexpr (VEC > 1) {
-      const int64_t nvec = args.hidden / VEC;
-      if (nvec <= kThreads) return go(std::integral_constant<int, 1>{});
-      if (nvec <= 2 * kThreads) return go(std::integral_constant<int, 2>{});
+      const int vpt = fewestVectorsPerThread(args.hidden / VEC);
+      if (vpt == 1) return go(std::integral_constant<int, 1>{});
+      if (vpt == 2) return go(std::integral_constant<int, 2>{});
     }
     return go(std::integral_constant<int, kMaxVecPerThread>{});
   });

@@ -56,10 +56,10 @@ cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cuda
     };
     // Rows of 16-byte vectors that fit 1 or 2 per thread get the lean kernels; everything else,
     // including a one-rank group's plain allreduce (out = x), the general one.
-    const int64_t per_thread = (args.hidden / VEC + kThreads - 1) / kThreads;
     if constexpr (VEC > 1) {
-      if (args.op != Op::kAllReduce && per_thread <= 1) return launchFits(std::integral_constant<int, 1>{});
-      if (args.op != Op::kAllReduce && per_thread <= 2) return launchFits(std::integral_constant<int, 2>{});
+      const int vpt = fewestVectorsPerThread(args.hidden / VEC);
+      if (args.op != Op::kAllReduce && vpt == 1) return launchFits(std::integral_constant<int, 1>{});
+      if (args.op != Op::kAllReduce && vpt == 2) return launchFits(std::integral_constant<int, 2>{});
     }
     addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime><<<blocks, kThreads, 0, stream>>>(args);
     return cudaGetLastError();
