@@ -22,9 +22,10 @@
 //     waiting: they give up after Config::timeout_seconds and report Status::kTimeout. But a rank
 //     that skips a call (or whose call is rejected by argument checks that only it fails, such as
 //     a host pointer on that rank alone) and then makes its next call within the timeout pairs that
-//     call with its peers' previous one: both produce wrong results without an error (not yet
-//     detected, see README "Known limits"). The same holds for ranks that pass different hidden
-//     sizes or dtypes that happen to give the same grid.
+//     call with its peers' previous one. Fused calls carry a signature (op, dtype, shape, strategy,
+//     grid) that peers check: paired calls that differ fail the communicator with kMismatch
+//     (reported like a timeout); paired calls of the same shape give wrong results without an
+//     error (README "Known limits").
 //   * One call in flight per communicator. Eager calls are made safe: a call on another stream
 //     than the previous call waits for it (cudaStreamWaitEvent), so alternating streams is
 //     correct, just serialised. Inside CUDA-graph capture that ordering is the caller's: do not
@@ -34,6 +35,12 @@
 //     add up to at most the SM count (fused kernels spin-wait for their peers; a kernel whose
 //     blocks cannot all start waits for one that cannot finish, until the timeout). commCreate
 //     logs a warning when a second communicator on a device leaves no room for the first.
+//     commCreate also loads every arfusion kernel: since CUDA 12.2 kernels load at their first
+//     launch, and such a load may wait for the device to go idle, which it does not while a fused
+//     kernel waits for a peer whose host thread sits in the same kind of load (two communicators
+//     used this way timed out or hung until this preload). Your own kernels that run beside fused
+//     calls on other streams need the same: load them first (cudaFuncGetAttributes) or run with
+//     CUDA_MODULE_LOADING=EAGER.
 //   * Bad input returns kInvalidArgument (or kNotSupported) before anything is launched: no output
 //     byte is written.
 #pragma once

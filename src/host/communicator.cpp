@@ -20,7 +20,6 @@ namespace arfusion {
 namespace detail {
 
 Status selfCheck(Communicator* comm);      // selfcheck.cpp
-cudaError_t kernelImageCheck();            // kernels/selfcheck.cu
 
 namespace {
 
@@ -237,11 +236,18 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
       (void)cudaGetLastError(), atomics = 0;
     (atomics ? any_nvlink : any_pcie) = true;
   }
-  if (c->world > 1 && !t.mixed_arch && kernelImageCheck() != cudaSuccess) {
-    (void)cudaGetLastError();
-    local_ok = false;
-    local_why = "this build has no kernel image for sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
-                " (add it to CMAKE_CUDA_ARCHITECTURES)";
+  // Every kernel loaded now, not at its first launch (kernels.h, preloadKernels: lazy loading can
+  // deadlock fused kernels of two communicators); fails if the build has no code for this GPU.
+  if (c->world > 1 && !t.mixed_arch) {
+    const cudaError_t loaded = preloadKernels();
+    if (loaded != cudaSuccess) {
+      (void)cudaGetLastError();
+      local_ok = false;
+      local_why = loaded == cudaErrorNoKernelImageForDevice
+                      ? "this build has no kernel image for sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+                            " (add it to CMAKE_CUDA_ARCHITECTURES)"
+                      : std::string("loading the fused kernels failed: ") + cudaGetErrorString(loaded);
+    }
   }
   t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
   // The same on every rank: workspace_bytes and world agree (checked above), max_blocks is the minimum.

@@ -1,4 +1,4 @@
-// Maps runtime (dtype, vector, sync mode) onto kernel template instantiations. Only kernels files
+// Maps runtime (dtype, vector, row width) onto kernel template instantiations. Only kernels files
 // include it.
 #pragma once
 
@@ -11,32 +11,68 @@
 
 namespace arfusion::detail {
 
-template <typename T, int VEC>
-struct TypeVec {
+// One kernel variant: element type T, VEC elements per 16-byte pack (1 off the vector path), and
+// kVpt vectors per thread in the in-register row epilogue (RowEpilogue).
+template <typename T, int VEC, int kVpt>
+struct Variant {
   using type = T;
   static constexpr int vec = VEC;
+  static constexpr int vpt = kVpt;
 };
 
-// Calls f(TypeVec<T, VEC>{}) for the runtime dtype and vector flag: 16-byte packs on the vector
-// path, single elements otherwise.
+// Vectors per thread of the in-register row epilogue for a row of nvec vectors: the fewest that
+// hold it, 1 or 2, else kMaxVecPerThread (which also takes wider rows, in two passes). Kernels
+// instantiated per kVpt run no unrolled body for vectors the row lacks.
+inline int fewestVectorsPerThread(int64_t nvec) {
+  return nvec <= kThreads ? 1 : nvec <= 2 * kThreads ? 2 : kMaxVecPerThread;
+}
+
+// Calls f(Variant<T, VEC, kVpt>{}) for the runtime dtype, vector flag (16-byte packs, or single
+// elements) and row width: the one place that maps a call onto template instantiations.
 template <typename F>
-cudaError_t dispatchType(DType dtype, bool vector, F&& f) {
+cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, F&& f) {
+  auto withVpt = [&](auto tv) {
+    using T = typename decltype(tv)::type;
+    constexpr int VEC = decltype(tv)::vec;
+    if constexpr (VEC > 1) {
+      const int vpt = fewestVectorsPerThread(hidden / VEC);
+      if (vpt == 1) return f(Variant<T, VEC, 1>{});
+      if (vpt == 2) return f(Variant<T, VEC, 2>{});
+    }
+    return f(Variant<T, VEC, kMaxVecPerThread>{});
+  };
   switch (dtype) {
     case DType::kFloat16:
-      return vector ? f(TypeVec<__half, 8>{}) : f(TypeVec<__half, 1>{});
+      return vector ? withVpt(Variant<__half, 8, 0>{}) : withVpt(Variant<__half, 1, 0>{});
     case DType::kBFloat16:
-      return vector ? f(TypeVec<__nv_bfloat16, 8>{}) : f(TypeVec<__nv_bfloat16, 1>{});
+      return vector ? withVpt(Variant<__nv_bfloat16, 8, 0>{}) : withVpt(Variant<__nv_bfloat16, 1, 0>{});
     case DType::kFloat32:
-      return vector ? f(TypeVec<float, 4>{}) : f(TypeVec<float, 1>{});
+      return vector ? withVpt(Variant<float, 4, 0>{}) : withVpt(Variant<float, 1, 0>{});
   }
   return cudaErrorInvalidValue;
 }
 
-// Vectors per thread of the in-register row epilogue (RowEpilogue's kVpt) for a row of nvec
-// vectors: the fewest that hold it, 1 or 2, else kMaxVecPerThread (which also takes wider rows, in
-// two passes). Kernels instantiated per kVpt run no unrolled body for vectors the row lacks.
-inline int fewestVectorsPerThread(int64_t nvec) {
-  return nvec <= kThreads ? 1 : nvec <= 2 * kThreads ? 2 : kMaxVecPerThread;
+// Calls f for every Variant that dispatchVariant can choose (kernel preloading, kernels.h), and
+// stops at the first error.
+template <typename F>
+cudaError_t forEachVariant(F&& f) {
+  for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
+    for (bool vector : {true, false}) {
+      // Row widths that select kVpt 1, 2 and kMaxVecPerThread (the scalar path always takes the last).
+      for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
+        const int64_t hidden = vectors * (vector ? 16 / int64_t(d == DType::kFloat32 ? 4 : 2) : 1);
+        const cudaError_t e = dispatchVariant(d, vector, hidden, f);
+        if (e != cudaSuccess) return e;
+      }
+    }
+  }
+  return cudaSuccess;
+}
+
+// Hands a kernel to a visitor as the `const void*` the CUDA runtime takes for it.
+template <typename... KArgs>
+cudaError_t visitKernel(const KernelVisitor& visit, void (*kernel)(KArgs...)) {
+  return visit(reinterpret_cast<const void*>(kernel));
 }
 
 // Launches a fused kernel; GridDependency kernels get the programmatic-serialization attribute.

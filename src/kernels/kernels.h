@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "arfusion/arfusion.h"
 
@@ -114,6 +115,38 @@ inline uint32_t callSignature(const RowArgs& a, const FusedLaunch& l, Strategy s
   mix(static_cast<uint64_t>(l.rows_per_step));
   mix(l.vector ? 1 : 0);
   return static_cast<uint32_t>(h ^ (h >> 32)) & 0x7fffffffu;
+}
+
+// Every kernel this library can launch, handed to visit() as its `const void*` function pointer
+// (stops at the first error). One enumerator per kernels file, from the same dispatch the launches
+// use, so that none is left out.
+using KernelVisitor = std::function<cudaError_t(const void* kernel)>;
+cudaError_t forEachOneShotKernel(const KernelVisitor& visit);
+cudaError_t forEachTwoShotKernel(const KernelVisitor& visit);
+cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit);
+cudaError_t forEachSelfCheckKernel(const KernelVisitor& visit);
+inline cudaError_t forEachKernel(const KernelVisitor& visit) {
+  for (auto each : {forEachOneShotKernel, forEachTwoShotKernel, forEachAddRMSNormKernel, forEachSelfCheckKernel}) {
+    const cudaError_t e = each(visit);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+// Loads every kernel onto the current device now (cudaFuncGetAttributes loads the kernel it is
+// asked about), so that no launch has to. Since CUDA 12.2 kernels load lazily, at their first
+// launch, and a load may wait for the device to go idle (CUDA Programming Guide, "Lazy Loading",
+// concurrent execution). A fused kernel spins until its peers run the same call: if a peer's host
+// thread sits in such a load, waiting for its device, whose own fused kernel of another
+// communicator waits for us, neither finishes until the timeout. Measured (H200 pair, session 9):
+// two communicators used at once from a fresh process timed out or hung in 10 of 10 runs without
+// this, 0 of 6 with it. commCreate calls this; it fails with cudaErrorNoKernelImageForDevice when
+// the build has no code for the device.
+inline cudaError_t preloadKernels() {
+  return forEachKernel([](const void* kernel) {
+    cudaFuncAttributes attr;
+    return cudaFuncGetAttributes(&attr, kernel);
+  });
 }
 
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,

@@ -29,8 +29,6 @@
 // Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
 //   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
-#include <type_traits>
-
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 #include "sync.cuh"
@@ -221,30 +219,35 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   gridDependencyTrigger<kSync>();
 }
 
+// The kernel of a variant and a sync mode: the launch and the preloading share it.
+template <typename T, int VEC, int kVpt>
+auto oneShotKernel(SyncMode sync) {
+  return sync == SyncMode::kGridDependency ? oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>
+                                           : oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
+}
+
 }  // namespace
 
+// Vectors per thread of the in-register epilogue: the fewest the row needs (dispatchVariant). A
+// kernel whose row takes 1 of 4 unrolled vectors jumps over the other 3 on every call, and at
+// 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
-  return dispatchType(launch.dtype, launch.vector, [&](auto tv) {
-    using T = typename decltype(tv)::type;
-    constexpr int VEC = decltype(tv)::vec;
-    auto go = [&](auto vpt) {
-      constexpr int kVpt = decltype(vpt)::value;
-      if (launch.sync == SyncMode::kGridDependency)
-        return launchFused(oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>, launch.sync, launch.blocks,
-                           stream, comm, args, launch.rows_per_step);
-      return launchFused(oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>, launch.sync, launch.blocks, stream,
-                         comm, args, launch.rows_per_step);
-    };
-    // Vectors per thread of the in-register epilogue: the fewest the row needs (vector path). A
-    // kernel whose row takes 1 of 4 unrolled vectors jumps over the other 3 on every call, and at
-    // 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
-    if constexpr (VEC > 1) {
-      const int vpt = fewestVectorsPerThread(args.hidden / VEC);
-      if (vpt == 1) return go(std::integral_constant<int, 1>{});
-      if (vpt == 2) return go(std::integral_constant<int, 2>{});
+  return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
+    using V = decltype(v);
+    return launchFused(oneShotKernel<typename V::type, V::vec, V::vpt>(launch.sync), launch.sync, launch.blocks,
+                       stream, comm, args, launch.rows_per_step);
+  });
+}
+
+cudaError_t forEachOneShotKernel(const KernelVisitor& visit) {
+  return forEachVariant([&](auto v) {
+    using V = decltype(v);
+    for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
+      const cudaError_t e = visitKernel(visit, oneShotKernel<typename V::type, V::vec, V::vpt>(sync));
+      if (e != cudaSuccess) return e;
     }
-    return go(std::integral_constant<int, kMaxVecPerThread>{});
+    return cudaSuccess;
   });
 }
 

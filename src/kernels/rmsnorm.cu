@@ -12,8 +12,6 @@
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 
-#include <type_traits>
-
 namespace arfusion::detail {
 namespace {
 
@@ -41,28 +39,37 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt>()) addRMSNormKer
   }
 }
 
+// The kernel of a variant and an op: rows of 16-byte vectors that fit 1 or 2 per thread get the
+// lean kernels; everything else, including a one-rank group's plain allreduce (out = x), the
+// general one. The launch and the preloading share it.
+template <typename T, int VEC, int kVpt>
+auto addRMSNormKernelFor(Op op) {
+  if constexpr (kVpt < kMaxVecPerThread) {
+    if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1>;
+    if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0>;
+  }
+  return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime>;
+}
+
 }  // namespace
 
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
-  return dispatchType(dtype, vector, [&](auto tv) {
-    using T = typename decltype(tv)::type;
-    constexpr int VEC = decltype(tv)::vec;
-    auto launchFits = [&](auto vpt) {
-      constexpr int kVpt = decltype(vpt)::value;
-      if (args.op == Op::kAllReduceAddRMSNorm) addRMSNormKernel<T, VEC, kVpt, 1><<<blocks, kThreads, 0, stream>>>(args);
-      else addRMSNormKernel<T, VEC, kVpt, 0><<<blocks, kThreads, 0, stream>>>(args);
-      return cudaGetLastError();
-    };
-    // Rows of 16-byte vectors that fit 1 or 2 per thread get the lean kernels; everything else,
-    // including a one-rank group's plain allreduce (out = x), the general one.
-    if constexpr (VEC > 1) {
-      const int vpt = fewestVectorsPerThread(args.hidden / VEC);
-      if (args.op != Op::kAllReduce && vpt == 1) return launchFits(std::integral_constant<int, 1>{});
-      if (args.op != Op::kAllReduce && vpt == 2) return launchFits(std::integral_constant<int, 2>{});
-    }
-    addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime><<<blocks, kThreads, 0, stream>>>(args);
+  return dispatchVariant(dtype, vector, args.hidden, [&](auto v) {
+    using V = decltype(v);
+    addRMSNormKernelFor<typename V::type, V::vec, V::vpt>(args.op)<<<blocks, kThreads, 0, stream>>>(args);
     return cudaGetLastError();
+  });
+}
+
+cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit) {
+  return forEachVariant([&](auto v) {
+    using V = decltype(v);
+    for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm}) {
+      const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt>(op));
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
   });
 }
 

@@ -6,6 +6,7 @@
 // before the grid dependency resolved would see the previous generation.
 #include <cuda_bf16.h>
 
+#include "dispatch.cuh"
 #include "sync.cuh"
 
 namespace arfusion::detail {
@@ -30,10 +31,6 @@ cudaError_t launchDelayedFill(void* buf, int64_t n, int rank, uint32_t gen, unsi
   return cudaGetLastError();
 }
 
-// Fails with cudaErrorNoKernelImageForDevice when the fatbin has no code for the current device.
-cudaError_t kernelImageCheck() {
-  cudaFuncAttributes attr;
-  return cudaFuncGetAttributes(&attr, delayedFill);
-}
+cudaError_t forEachSelfCheckKernel(const KernelVisitor& visit) { return visitKernel(visit, delayedFill); }
 
 }  // namespace arfusion::detail
