@@ -1,6 +1,11 @@
 // Test-only device helpers: byte comparison and input perturbation inside CUDA graphs.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
 
 #include "gpu_harness.h"
 
@@ -18,6 +23,10 @@ __global__ void perturbKernel(uint32_t* p, size_t words) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
     p[i] ^= 0x00010001u;
 }
+// Launched by nothing but loadingProbe(): whether it is loaded says how this process loads kernels.
+__global__ void loadingProbeKernel(int* p) {
+  if (p) *p = 1;
+}
 }  // namespace
 
 void countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s) {
@@ -25,5 +34,70 @@ void countMismatch(const void* a, const void* b, size_t bytes, unsigned long lon
 }
 void perturb(void* p, size_t bytes, cudaStream_t s) {
   perturbKernel<<<64, 256, 0, s>>>(static_cast<uint32_t*>(p), bytes / 4);
+}
+
+// Loads the kernels above now: a test that spins fused kernels of two communicators at once must
+// not load one of its own kernels lazily in between (arfusion's preloadKernels() says why).
+std::string preloadTestKernels() {
+  cudaFuncAttributes attr;
+  for (const void* k : {reinterpret_cast<const void*>(countMismatchKernel), reinterpret_cast<const void*>(perturbKernel)})
+    if (cudaFuncGetAttributes(&attr, k) != cudaSuccess) return "cudaFuncGetAttributes failed on a test kernel";
+  return "";
+}
+
+// A driver API function, found through the runtime: the tests do not link libcuda (CI machines
+// have no driver), and these are only called where a GPU is.
+template <typename Fn>
+Fn driverApi(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &p, CUDA_VERSION, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return reinterpret_cast<Fn>(p);
+}
+
+// The loading state of a kernel without loading it: the handles cuModuleEnumerateFunctions returns
+// may be partially loaded, and cuFuncIsLoaded tells (cudaGetFuncBySymbol loads the kernel it returns).
+std::string kernelLoaded(const void* kernel, bool* loaded) {
+  static const auto getName = driverApi<decltype(&cuKernelGetName)>("cuKernelGetName");
+  static const auto getLibrary = driverApi<decltype(&cuKernelGetLibrary)>("cuKernelGetLibrary");
+  static const auto getModule = driverApi<decltype(&cuLibraryGetModule)>("cuLibraryGetModule");
+  static const auto countFunctions = driverApi<decltype(&cuModuleGetFunctionCount)>("cuModuleGetFunctionCount");
+  static const auto enumerate = driverApi<decltype(&cuModuleEnumerateFunctions)>("cuModuleEnumerateFunctions");
+  static const auto funcName = driverApi<decltype(&cuFuncGetName)>("cuFuncGetName");
+  static const auto isLoaded = driverApi<decltype(&cuFuncIsLoaded)>("cuFuncIsLoaded");
+  if (!getName || !getLibrary || !getModule || !countFunctions || !enumerate || !funcName || !isLoaded)
+    return "a driver API function is missing (driver older than CUDA " + std::to_string(CUDA_VERSION) + "?)";
+  cudaKernel_t k = nullptr;
+  if (cudaGetKernel(&k, kernel) != cudaSuccess) return "cudaGetKernel failed";
+  const CUkernel ck = reinterpret_cast<CUkernel>(k);
+  const char* name = nullptr;
+  CUlibrary lib = nullptr;
+  CUmodule mod = nullptr;
+  unsigned count = 0;
+  if (getName(&name, ck) != CUDA_SUCCESS || getLibrary(&lib, ck) != CUDA_SUCCESS || getModule(&mod, lib) != CUDA_SUCCESS ||
+      countFunctions(&count, mod) != CUDA_SUCCESS)
+    return "finding the kernel's module failed";
+  std::vector<CUfunction> fns(count);
+  if (enumerate(fns.data(), count, mod) != CUDA_SUCCESS) return "cuModuleEnumerateFunctions failed";
+  for (CUfunction f : fns) {
+    const char* fname = nullptr;
+    if (funcName(&fname, f) != CUDA_SUCCESS || std::strcmp(fname, name) != 0) continue;
+    CUfunctionLoadingState state = CU_FUNCTION_LOADING_STATE_UNLOADED;
+    if (isLoaded(&state, f) != CUDA_SUCCESS) return "cuFuncIsLoaded failed";
+    *loaded = state == CU_FUNCTION_LOADING_STATE_LOADED;
+    return "";
+  }
+  return std::string("kernel ") + name + " not found in its module";
+}
+
+std::string loadingProbe(bool* before, bool* after) {
+  const void* k = reinterpret_cast<const void*>(loadingProbeKernel);
+  std::string e = kernelLoaded(k, before);
+  if (!e.empty()) return e;
+  loadingProbeKernel<<<1, 1>>>(nullptr);
+  if (cudaDeviceSynchronize() != cudaSuccess) return "the probe kernel failed";
+  return kernelLoaded(k, after);
 }
 }  // namespace arftest

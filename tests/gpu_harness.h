@@ -80,6 +80,12 @@ std::string scenarioSpecialValues(RankCtx& ctx);
 std::string scenarioBadInput(RankCtx& ctx);
 
 // ---- device helpers (compare.cu)
+// Kernel loading (tests/compare.cu). preloadTestKernels: the helpers below, loaded now.
+// kernelLoaded: whether `kernel` is loaded on the current device. loadingProbe: a kernel nothing
+// else launches, loaded before and after its one launch (before == true: this process loads eagerly).
+std::string preloadTestKernels();
+std::string kernelLoaded(const void* kernel, bool* loaded);
+std::string loadingProbe(bool* before, bool* after);
 void countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s);
 void perturb(void* p, size_t bytes, cudaStream_t s);
 

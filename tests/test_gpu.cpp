@@ -9,6 +9,7 @@
 
 #include "arfusion/testing.h"
 #include "gpu_harness.h"
+#include "kernels/kernels.h"
 #include "reference.h"
 
 using namespace arftest;
@@ -70,6 +71,39 @@ Scenario allShapes(std::vector<ShapeCase> cases) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------ kernel loading
+// First in the file: it needs a process that has launched none of the library's kernels yet.
+// Under lazy loading (CUDA's default) commCreate must have loaded every kernel the library can
+// launch (src/kernels/kernels.h, preloadKernels, says why). Without the preload the self-check
+// loads a few GridDependency kernels and this finds the rest unloaded.
+TEST(Loading, CommCreateLoadsEveryKernel) {
+  if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  bool before = false, after = false;
+  ASSERT_EQ(loadingProbe(&before, &after), "");
+  if (before) GTEST_SKIP() << "this process loads kernels eagerly (CUDA_MODULE_LOADING=EAGER?): nothing to check";
+  ASSERT_TRUE(after) << "the loading probe is broken: its kernel ran but does not read as loaded";
+  std::string skip;
+  const std::string err = runLocalGroup(2, testConfig(), 8, [](RankCtx& ctx) -> std::string {
+    int total = 0, unloaded = 0;
+    std::string e;
+    const cudaError_t walked = arfusion::detail::forEachKernel([&](const void* kernel) {
+      bool loaded = false;
+      if (e.empty()) e = kernelLoaded(kernel, &loaded);
+      ++total;
+      unloaded += !loaded;
+      return cudaSuccess;
+    });
+    if (walked != cudaSuccess || !e.empty()) return "walking the kernels: " + e;
+    if (total < 48) return "only " + std::to_string(total) + " kernels listed";
+    if (unloaded) return std::to_string(unloaded) + " of " + std::to_string(total) + " kernels not loaded after commCreate";
+    if (ctx.rank == 0) std::printf("all %d kernels loaded after commCreate\n", total);
+    return "";
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
 
 // ------------------------------------------------------------------ 2 ranks over NCCL
 TEST(ThreadsNccl2, EveryDtypeStrategySyncAndShape) {
