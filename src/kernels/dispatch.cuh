@@ -91,4 +91,29 @@ cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, cud
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
+// A fused kernel family (one-shot, two-shot) is a type with
+//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync);
+// giving the kernel of a variant and sync mode. Its launch and its enumeration come from here, so
+// that the preloading (kernels.h) sees exactly the kernels the launches use.
+template <typename Family>
+cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch, cudaStream_t stream) {
+  return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
+    using V = decltype(v);
+    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync), launch.sync,
+                       launch.blocks, stream, comm, args, launch.rows_per_step);
+  });
+}
+
+template <typename Family>
+cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
+  return forEachVariant([&](auto v) {
+    using V = decltype(v);
+    for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
+      const cudaError_t e = visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync));
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  });
+}
+
 }  // namespace arfusion::detail

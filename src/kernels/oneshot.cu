@@ -219,12 +219,14 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   gridDependencyTrigger<kSync>();
 }
 
-// The kernel of a variant and a sync mode: the launch and the preloading share it.
-template <typename T, int VEC, int kVpt>
-auto oneShotKernel(SyncMode sync) {
-  return sync == SyncMode::kGridDependency ? oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>
-                                           : oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
-}
+// The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
+struct OneShot {
+  template <typename T, int VEC, int kVpt>
+  static auto kernel(SyncMode sync) {
+    return sync == SyncMode::kGridDependency ? oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>
+                                             : oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
+  }
+};
 
 }  // namespace
 
@@ -233,22 +235,9 @@ auto oneShotKernel(SyncMode sync) {
 // 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
-  return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
-    using V = decltype(v);
-    return launchFused(oneShotKernel<typename V::type, V::vec, V::vpt>(launch.sync), launch.sync, launch.blocks,
-                       stream, comm, args, launch.rows_per_step);
-  });
+  return launchFamily<OneShot>(comm, args, launch, stream);
 }
 
-cudaError_t forEachOneShotKernel(const KernelVisitor& visit) {
-  return forEachVariant([&](auto v) {
-    using V = decltype(v);
-    for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
-      const cudaError_t e = visitKernel(visit, oneShotKernel<typename V::type, V::vec, V::vpt>(sync));
-      if (e != cudaSuccess) return e;
-    }
-    return cudaSuccess;
-  });
-}
+cudaError_t forEachOneShotKernel(const KernelVisitor& visit) { return forEachFamilyKernel<OneShot>(visit); }
 
 }  // namespace arfusion::detail

@@ -144,12 +144,14 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   gridDependencyTrigger<kSync>();
 }
 
-// The kernel of a variant and a sync mode: the launch and the preloading share it.
-template <typename T, int VEC, int kVpt>
-auto twoShotKernelFor(SyncMode sync) {
-  return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency>
-                                           : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
-}
+// The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
+struct TwoShot {
+  template <typename T, int VEC, int kVpt>
+  static auto kernel(SyncMode sync) {
+    return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency>
+                                             : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
+  }
+};
 
 }  // namespace
 
@@ -157,22 +159,9 @@ auto twoShotKernelFor(SyncMode sync) {
 // session 9: 1 x 4096 10.0 -> 9.4 us, 512 x 8192 38.9 -> 38.5, 8192 x 8192 478.9 -> 476.4.
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
-  return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
-    using V = decltype(v);
-    return launchFused(twoShotKernelFor<typename V::type, V::vec, V::vpt>(launch.sync), launch.sync, launch.blocks,
-                       stream, comm, args, launch.rows_per_step);
-  });
+  return launchFamily<TwoShot>(comm, args, launch, stream);
 }
 
-cudaError_t forEachTwoShotKernel(const KernelVisitor& visit) {
-  return forEachVariant([&](auto v) {
-    using V = decltype(v);
-    for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
-      const cudaError_t e = visitKernel(visit, twoShotKernelFor<typename V::type, V::vec, V::vpt>(sync));
-      if (e != cudaSuccess) return e;
-    }
-    return cudaSuccess;
-  });
-}
+cudaError_t forEachTwoShotKernel(const KernelVisitor& visit) { return forEachFamilyKernel<TwoShot>(visit); }
 
 }  // namespace arfusion::detail
