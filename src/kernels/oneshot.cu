@@ -61,16 +61,10 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
     for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
       const int j = idx / nv32;
       const int i = idx - j * nv32;
-      const P p = loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC);
-#pragma unroll
-      for (int d = 1; d < kMaxRanks; ++d) {
-        if (d < c.world) {
-          const int peer = (c.rank + d) % c.world;
-          T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) +
-                   (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-          storePackPeer<T, VEC>(dst, p);
-        }
-      }
+      storeToPeers(c, loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC), [&](int peer) {
+        return reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + (int64_t(senderIndex(c.rank, peer)) * R + j) * stride +
+               i * VEC;
+      });
     }
     // 2. One flag round trip.
     signalPeers(c, 0, b, epoch, a.sig);
@@ -81,23 +75,10 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
     for (int j = 0; j < rows; ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::run(a, row0 + j, sh, [&](int64_t i) {
-        float acc[VEC];
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
-#pragma unroll
-        for (int src = 0; src < kMaxRanks; ++src) {
-          if (src < c.world) {
-            const P p = src == c.rank
-                            ? loadPack<T, VEC>(own + i * VEC)
-                            : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
-          }
-        }
-        P s;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
-        return s;
+        return sumInRankOrder<T, VEC>(c.world, [&](int src) {
+          return src == c.rank ? loadPack<T, VEC>(own + i * VEC)
+                               : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
+        });
       });
     }
   }
@@ -150,16 +131,10 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
     for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
       const int j = idx / nv32;
       const int i = idx - j * nv32;
-      const P p = lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC));
-#pragma unroll
-      for (int d = 1; d < kMaxRanks; ++d) {
-        if (d < c.world) {
-          const int peer = (c.rank + d) % c.world;
-          T* dst = reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) +
-                   (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-          storePackPeer<T, VEC>(dst, p);
-        }
-      }
+      storeToPeers(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)), [&](int peer) {
+        return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + (int64_t(senderIndex(c.rank, peer)) * R + j) * stride +
+               i * VEC;
+      });
     }
 
     // Every warp's pushes leave before any warp waits. The hardware runs a block's warps
@@ -177,29 +152,15 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
     for (int j = 0; j < rows; ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::run(a, row0 + j, sh, [&](int64_t i) {
-        float acc[VEC];
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
-#pragma unroll
-        for (int src = 0; src < kMaxRanks; ++src) {
-          if (src < c.world) {
-            P p;
-            if (src == c.rank) {
-              p = lamportSanitize(loadPack<T, VEC>(own + i * VEC));
-            } else {
-              T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
-              p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
-              lamportClear<T, VEC>(slot);
-            }
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
-          }
-        }
+        const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
+          if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
+          T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
+          const P p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+          lamportClear<T, VEC>(slot);
+          return p;
+        });
         // The thread's first rows are in: load the header now, check it after the epilogue.
         if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
-        P s;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
         return s;
       });
     }

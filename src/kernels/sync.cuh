@@ -111,6 +111,19 @@ __device__ __forceinline__ uint8_t* regionAddr(const DeviceComm& c, int r, int b
   return c.data[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.region_bytes;
 }
 
+// Stores pack p into every peer: dst(peer) is its address in that peer's workspace. Peers in the
+// order rank+1, rank+2, ... so that the ranks do not all write to rank 0 first.
+template <typename T, int VEC, typename DstFn>
+__device__ __forceinline__ void storeToPeers(const DeviceComm& c, const Pack<T, VEC>& p, DstFn&& dst) {
+#pragma unroll
+  for (int d = 1; d < kMaxRanks; ++d) {
+    if (d < c.world) {
+      const int peer = (c.rank + d) % c.world;
+      storePackPeer<T, VEC>(dst(peer), p);
+    }
+  }
+}
+
 // Step 2 of the protocol. Call with every thread of the block, after the payload stores.
 __device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
   __syncthreads();

@@ -94,31 +94,14 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     for (int j = 0; j < mine; ++j) {
       const T* own = in + (mine0 + j) * a.hidden;
       Epi::run(a, mine0 + j, sh, [&](int64_t i) {
-        float acc[VEC];
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
-#pragma unroll
-        for (int src = 0; src < kMaxRanks; ++src) {
-          if (src < n) {
-            const P p = src == c.rank
-                            ? loadPack<T, VEC>(own + i * VEC)
-                            : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
-          }
-        }
-        P s;
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
-#pragma unroll
-        for (int d = 1; d < kMaxRanks; ++d) {
-          if (d < n) {
-            const int peer = (c.rank + d) % n;
-            T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + ag_offset +
-                     (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-            storePackPeer<T, VEC>(dst, s);
-          }
-        }
+        const P s = sumInRankOrder<T, VEC>(n, [&](int src) {
+          return src == c.rank ? loadPack<T, VEC>(own + i * VEC)
+                               : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
+        });
+        storeToPeers(c, s, [&](int peer) {
+          return reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + ag_offset +
+                 (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+        });
         return s;
       });
     }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels.h"
+
 namespace arfusion::detail {
 
 template <typename T> __device__ __forceinline__ float toFloat(T v);
@@ -127,6 +129,27 @@ using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
 template <typename T>
 __device__ __forceinline__ int64_t strideElems(int64_t hidden) {
   return static_cast<int64_t>((static_cast<uint64_t>(hidden) * sizeof(T) + 15) / 16 * 16 / sizeof(T));
+}
+
+// The allreduce of one pack: the fp32 sum of ranks 0..world-1 in that order (load(src) gives rank
+// src's pack), rounded to T. Every kernel sums this way, so every rank gets the same bits.
+template <typename T, int VEC, typename LoadFn>
+__device__ __forceinline__ Pack<T, VEC> sumInRankOrder(int world, LoadFn&& load) {
+  float acc[VEC];
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
+#pragma unroll
+  for (int src = 0; src < kMaxRanks; ++src) {
+    if (src < world) {
+      const Pack<T, VEC> p = load(src);
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
+    }
+  }
+  Pack<T, VEC> s;
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) s.v[e] = fromFloat<T>(acc[e]);
+  return s;
 }
 
 }  // namespace arfusion::detail
