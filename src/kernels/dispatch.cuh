@@ -57,14 +57,15 @@ cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, F&& f) {
 template <typename F>
 cudaError_t forEachVariant(F&& f) {
   for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
-    for (bool vector : {true, false}) {
-      // Row widths that select kVpt 1, 2 and kMaxVecPerThread (the scalar path always takes the last).
-      for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
-        const int64_t hidden = vectors * (vector ? 16 / int64_t(d == DType::kFloat32 ? 4 : 2) : 1);
-        const cudaError_t e = dispatchVariant(d, vector, hidden, f);
-        if (e != cudaSuccess) return e;
-      }
+    const int64_t per_vector = 16 / int64_t(d == DType::kFloat32 ? 4 : 2);
+    // Row widths that select kVpt 1, 2 and kMaxVecPerThread on the vector path; the scalar path
+    // has the last only.
+    for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
+      const cudaError_t e = dispatchVariant(d, true, vectors * per_vector, f);
+      if (e != cudaSuccess) return e;
     }
+    const cudaError_t e = dispatchVariant(d, false, 1, f);
+    if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
