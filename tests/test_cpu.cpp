@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
+#include <tuple>
 #include <random>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "host/env.h"
 #include "host/plan.h"
 #include "host/validate.h"
+#include "kernels/dispatch.cuh"
 #include "reference.h"
 
 using namespace arfusion;
@@ -225,6 +228,38 @@ TEST(Validate, MisalignedOrOddRowsTakeTheScalarPath) {
 }
 
 // ---------------------------------------------------------------- plan
+// ------------------------------------------------------------------ kernel variants
+// The kernel preload (kernels.h, preloadKernels) walks forEachVariant; a launch picks its kernel
+// with dispatchVariant. Every variant a launch can pick must be walked (or it would load lazily,
+// the deadlock of session 9), and nothing else (or dead kernels get built and loaded).
+namespace {
+using VariantKey = std::tuple<int, int, int>;  // dtype, VEC, kVpt
+template <typename V>
+VariantKey keyOf(V) {
+  using T = typename V::type;
+  const int dtype = std::is_same_v<T, float> ? 0 : std::is_same_v<T, __half> ? 1 : 2;
+  return {dtype, V::vec, V::vpt};
+}
+}  // namespace
+
+TEST(Dispatch, TheEnumerationCoversEveryVariantALaunchCanPick) {
+  std::set<VariantKey> walked, picked;
+  ASSERT_EQ(arfusion::detail::forEachVariant([&](auto v) {
+              walked.insert(keyOf(v));
+              return cudaSuccess;
+            }),
+            cudaSuccess);
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    for (bool vector : {true, false})
+      for (int64_t hidden = 1; hidden <= 40000; hidden += hidden < 9000 ? 1 : 97)
+        arfusion::detail::dispatchVariant(d, vector, hidden, [&](auto v) {
+          picked.insert(keyOf(v));
+          return cudaSuccess;
+        });
+  EXPECT_EQ(walked, picked);
+  EXPECT_EQ(walked.size(), 12u);  // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path)
+}
+
 TEST(Plan, SingleRankIsLocal) {
   Topology t;
   t.world = 1;
