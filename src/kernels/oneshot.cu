@@ -23,7 +23,7 @@
 //   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
 //     every peer, acquire wait, .cg payload loads. No griddepcontrol.
 // Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
-//   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: launchOneShot)
+//   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
 //   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
 //   docs/PERF-NOTES.md has the measurements.
 // Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region

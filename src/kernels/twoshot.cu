@@ -31,6 +31,7 @@
 //   So no write lands in a part a peer still reads, and no block runs more than one epoch ahead.
 // Limits: 2 * (n-1) * R rows must fit one region (plan.cpp checks); G <= SM count (co-residency).
 //   Tokens < n, or not a multiple of n*R: owners of missing rows only take part in the flags.
+// Instantiated per vectors per thread of the epilogue (1, 2, 4: dispatchVariant), like the one-shot.
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 #include "sync.cuh"
