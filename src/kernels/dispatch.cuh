@@ -1,5 +1,5 @@
-// Maps runtime (dtype, vector, row width) onto kernel template instantiations. Only kernels files
-// include it.
+// Maps runtime (dtype, vector, row width) onto kernel template instantiations. The kernels files
+// include it (and test_cpu, which checks that the enumeration covers what the launches pick).
 #pragma once
 
 #include <cuda_bf16.h>
