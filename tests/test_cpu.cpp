@@ -227,7 +227,6 @@ TEST(Validate, MisalignedOrOddRowsTakeTheScalarPath) {
   EXPECT_TRUE(vectorizable(c, DType::kFloat32));
 }
 
-// ---------------------------------------------------------------- plan
 // ------------------------------------------------------------------ kernel variants
 // The kernel preload (kernels.h, preloadKernels) walks forEachVariant; a launch picks its kernel
 // with dispatchVariant. Every variant a launch can pick must be walked (or it would load lazily,
@@ -260,6 +259,7 @@ TEST(Dispatch, TheEnumerationCoversEveryVariantALaunchCanPick) {
   EXPECT_EQ(walked.size(), 12u);  // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path)
 }
 
+// ---------------------------------------------------------------- plan
 TEST(Plan, SingleRankIsLocal) {
   Topology t;
   t.world = 1;
