@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Session 10, call 2: warp-specialised, readers gather a row (virtual 512-thread layout) (pipelined) Lamport one-shot, selected by ARF_EXP_PIPE=4|8
-# (push warps) in launchOneShot; 0 = the landed one-shot. gbench A/B, then GPU tests with PIPE=8.
+# Session 10, call 1: warp-specialised (pipelined) Lamport one-shot, selected by ARF_EXP_PIPE=4|8
+# (pushing warps) in launchOneShot; 0 = the landed one-shot. gbench A/B, then GPU tests with PIPE=8.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 R=$OUT/r; mkdir -p $R
@@ -8,11 +8,11 @@ T0=$(date +%s); ts() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a $R/times.t
 OUT=$R bash tools/device_check.sh build > $R/build.txt 2>&1; tail -1 $R/build.txt; ts build
 B=build-h200
 F='run/(oneshot_fused|oneshot_allreduce|twoshot_fused|twoshot_allreduce|nccl_path_fused|peer_store)/(1|16|128|256|512|2048|8192)/(4096|8192)/1'
-for i in 1 2; do for p in 0 8; do
+for i in 1 2; do for p in 0 8 4; do
   ARF_EXP_PIPE=$p timeout 100 $B/benchmarks/bench_arfusion --benchmark_filter="$F" --benchmark_out=$R/gb-p$p-$i.json --benchmark_out_format=json > $R/gb-p$p-$i.txt 2>&1
   echo "p$p-$i rc=$?"
 done; done; ts gbench
-python3 exp/gbtable.py p0=$R/gb-p0-1.json p0=$R/gb-p0-2.json p8=$R/gb-p8-1.json p8=$R/gb-p8-2.json > $R/ab.txt
+python3 exp/gbtable.py p0=$R/gb-p0-1.json p0=$R/gb-p0-2.json p4=$R/gb-p4-1.json p4=$R/gb-p4-2.json p8=$R/gb-p8-1.json p8=$R/gb-p8-2.json > $R/ab.txt
 cat $R/ab.txt
 grep -m3 -E "oneshot_fused/512/8192" $R/gb-p8-1.txt
 tar czf $OUT/r.tgz -C $OUT r

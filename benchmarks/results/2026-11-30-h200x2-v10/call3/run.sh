@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Session 10, call 3: lane-0 polling, warp-specialised, readers gather a row (virtual 512-thread layout) (pipelined) Lamport one-shot, selected by ARF_EXP_PIPE=4|8
-# (push warps) in launchOneShot; 0 = the landed one-shot. gbench A/B, then GPU tests with PIPE=8.
+# Session 10, call 3: as call 2, and one lane per warp polls before the others read; gbench A/B only.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 R=$OUT/r; mkdir -p $R

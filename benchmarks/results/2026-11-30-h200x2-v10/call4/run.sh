@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # Session 10, call 4: split one-shot (pusher SMs, reader SMs), ARF_EXP_SPLIT=1; gbench A/B, GPU tests with it.
-# (push warps) in launchOneShot; 0 = the landed one-shot. gbench A/B, then GPU tests with PIPE=8.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 R=$OUT/r; mkdir -p $R
