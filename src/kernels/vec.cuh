@@ -121,6 +121,18 @@ __device__ __forceinline__ Pack<T, VEC> loadPackRelaxedSys(const T* p) {
   return v;
 }
 
+// Asks L2 to fetch one row of `hidden` elements (cp.async.bulk.prefetch.L2, sm_90+): one
+// instruction, no registers, nothing to wait for. Vector path only (16-byte aligned rows whose
+// size is a multiple of 16); a no-op elsewhere and for null rows (e.g. no residual).
+template <typename T, int VEC>
+__device__ __forceinline__ void prefetchRowL2(const T* row, int64_t hidden) {
+  if constexpr (sizeof(T) * VEC == 16) {
+    if (row != nullptr)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(row), "r"(static_cast<uint32_t>(hidden * sizeof(T)))
+                   : "memory");
+  }
+}
+
 // The bits of one element, for bit-pattern tests (Lamport sentinel).
 template <typename T>
 using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
