@@ -63,8 +63,10 @@
 //     (tests/check_ptx.py proves it for sm_120a).
 //   Cross-rank protocol per mode: the one-shot uses Lamport under GridDependency and the flag
 //   barrier under FlagBarrier (the conservative pair for arches where nothing was validated); the
-//   two-shot uses the flag barrier in both. The creation-time self-check compares the two one-shot
-//   paths bit for bit and in speed before Auto may pick GridDependency (selfcheck.cpp).
+//   two-shot uses Lamport under GridDependency when each block has one unit that fits a Lamport
+//   region (twoshot.cu), the flag barrier otherwise. The creation-time self-check compares the two
+//   one-shot paths bit for bit and in speed before Auto may pick GridDependency (selfcheck.cpp);
+//   the Lamport two-shot relies on the same grid-dependency and Lamport mechanisms it validates.
 //
 // Bounded waits: a spinning thread reads %globaltimer and the abort word (local device memory,
 // written by commAbort() through a copy engine) every 256 polls, and gives up after timeout_ns or

@@ -37,6 +37,13 @@
 //   So no write lands in a part a peer still reads, and no block runs more than one epoch ahead.
 // Limits: 2 * (n-1) * R rows must fit one region (plan.cpp checks); G <= SM count (co-residency).
 //   Tokens < n, or not a multiple of n*R: owners of missing rows only take part in the flags.
+// Two kernels, as the one-shot: twoShotKernel above (flag barrier; every call in FlagBarrier mode,
+//   and in GridDependency mode every call whose blocks take more than one unit or whose unit does
+//   not fit a Lamport region) and twoShotLamportKernel (GridDependency, one unit per block, the data
+//   its own flag; header comment below). launchTwoShot picks one from the shape alone. At 2 ranks
+//   the Lamport kernel takes calls up to ~12 MB at hidden 8192 (R <= 3): same call, 2 runs each,
+//   H200 pair, bf16, session 11: 512 x 8192 38.6 -> 34.0 us, 256 x 8192 23.2 -> 19.3-19.6,
+//   512 x 4096 23.1-23.3 -> 18.1-18.4, 1 x 4096 9.4 -> 5.4; plain allreduce 512 x 8192 34.7 -> 29.7.
 // Instantiated per vectors per thread of the epilogue (1, 2, 4: dispatchVariant), like the one-shot.
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
@@ -150,6 +157,127 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   gridDependencyTrigger<kSync>();
 }
 
+// The Lamport two-shot: the GridDependency kernel of a call whose grid gives every block one unit
+// and whose unit fits a Lamport region (launchTwoShot decides, from the shape: every rank alike).
+// Same rows, owners and rank-order sums as twoShotKernel, but the data is its own flag (sync.cuh,
+// Lamport protocol), in two parts of slot e%2 of block b's Lamport region: RS (the peers' rows of
+// this rank's owned rows) and AG (the owners' sums of the other rows).
+//   1. push the header to every peer, then each peer's owned rows, sanitised, into its RS part;
+//   2. for each owned row, each vector: poll every peer's pack, clear it, sum in rank order, sanitise
+//      the sum, push it into every peer's AG part, run the RowEpilogue on it;
+//   3. for each peer-owned row, each vector: poll the owner's sum, clear it, RowEpilogue;
+//   4. check and clear each peer's header (as the Lamport one-shot).
+// No fence and no flag: an owner reduces a vector as soon as it arrived and its sum leaves at once,
+// so the all-gather overlaps the reduce-scatter instead of waiting for every row of it to drain and
+// for a flag to cross. Every rank runs the epilogue on the same (sanitised) sum: bitwise identical.
+// Slot reuse: as the Lamport one-shot; a block writes slot e%2 of a peer again at epoch e+2, after
+// it received that peer's epoch e+1 data, which the peer pushed after its kernel of epoch e, whose
+// clears the kernel boundary ordered first. One unit per block, so no reuse inside a call.
+// Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (launchTwoShot).
+template <typename T, int VEC, int kVpt, SyncMode kSync>
+__global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+  static_assert(kSync == SyncMode::kGridDependency, "the Lamport two-shot is a GridDependency kernel");
+  using Epi = RowEpilogue<T, VEC, kVpt>;
+  using P = Pack<T, VEC>;
+  __shared__ typename Epi::Shared sh;
+  __shared__ int give_up;
+  if (threadIdx.x == 0) give_up = 0;
+  gridDependencyWait<kSync>();
+  __syncthreads();
+
+  const int b = blockIdx.x;
+  const int R = rows_per_step;
+  const int n = c.world;
+  const int nv32 = static_cast<int>(a.hidden / VEC);
+  const int64_t stride = strideElems<T>(a.hidden);
+  const int64_t ag_offset = int64_t(n - 1) * R * stride;
+  const T* in = static_cast<const T*>(a.input);
+  const uint32_t epoch = c.epochs[b] + 1;
+  const int64_t unit0 = int64_t(b) * n * R;  // this block's only unit
+  auto rowsOf = [&](int64_t first) -> int {
+    const int64_t left = a.tokens - first;
+    return left <= 0 ? 0 : static_cast<int>(left < R ? left : R);
+  };
+
+  // 1. Header, then the reduce-scatter.
+  const bool checker = threadIdx.x < n - 1;
+  const int checked = threadIdx.x < c.rank ? threadIdx.x : threadIdx.x + 1;  // the peer it checks
+  if (checker) {
+    const int peer = (c.rank + 1 + threadIdx.x) % n;
+    storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, b, epoch), senderIndex(c.rank, peer)),
+                               lamportHeaderValue(a.sig, epoch));
+  }
+  for (int d = 1; d < n; ++d) {
+    const int peer = (c.rank + d) % n;
+    const int64_t first = unit0 + int64_t(peer) * R;
+    const int rows = rowsOf(first);
+    T* dst = reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + int64_t(senderIndex(c.rank, peer)) * R * stride;
+    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+      const int j = idx / nv32;
+      const int i = idx - j * nv32;
+      storePackPeer<T, VEC>(dst + j * stride + i * VEC, lamportSanitize(loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC)));
+    }
+  }
+  // Every warp's pushes leave before any warp waits (as in the Lamport one-shot).
+  __syncthreads();
+
+  // 2. The owned rows: reduce as the peers' packs arrive, all-gather each sum at once, epilogue.
+  T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
+  uint32_t* header = checker ? lamportHeader(lamportSlot(c, c.rank, b, epoch), senderIndex(checked, c.rank)) : nullptr;
+  Pack<uint32_t, 4> head;
+  memset(&head, 0xff, sizeof head);
+  const int64_t mine0 = unit0 + int64_t(c.rank) * R;
+  const int mine = rowsOf(mine0);
+  for (int j = 0; j < mine; ++j) {
+    const T* own = in + (mine0 + j) * a.hidden;
+    if (j + 1 < mine && threadIdx.x < 2)  // the next row's own input and residual into L2
+      prefetchRowL2<T, VEC>(threadIdx.x == 0 ? own + a.hidden : residualRow<T>(a, mine0 + j + 1), a.hidden);
+    Epi::run(a, mine0 + j, sh, [&](int64_t i) {
+      const P s = lamportSanitize(sumInRankOrder<T, VEC>(n, [&](int src) {
+        if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
+        T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
+        const P v = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+        lamportClear<T, VEC>(slot);
+        return v;
+      }));
+      storeToPeers(c, s, [&](int peer) {
+        return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + ag_offset +
+               (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+      });
+      if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
+      return s;
+    });
+  }
+
+  // 3. The peers' rows from their owners' sums.
+  for (int d = 1; d < n; ++d) {
+    const int owner = (c.rank + d) % n;
+    const int64_t first = unit0 + int64_t(owner) * R;
+    const int rows = rowsOf(first);
+    T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
+    for (int j = 0; j < rows; ++j) {
+      if (j + 1 < rows && threadIdx.x == 0) prefetchRowL2<T, VEC>(residualRow<T>(a, first + j + 1), a.hidden);
+      Epi::run(a, first + j, sh, [&](int64_t i) {
+        T* slot = sums + j * stride + i * VEC;
+        const P v = lamportWait<T, VEC, true>(c, slot, b, owner, epoch, &give_up, a.sig);
+        lamportClear<T, VEC>(slot);
+        return v;
+      });
+    }
+  }
+
+  // 4. Each peer's header: the same call? (As the Lamport one-shot.)
+  if (checker) {
+    if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, b, checked, epoch, &give_up);
+    const Pack<uint32_t, 4> want = lamportHeaderValue(a.sig, epoch);
+    if ((head.v[0] != want.v[0] || head.v[1] != want.v[1]) && lamportArrived(head))
+      reportFailure(c.error, kErrMismatch, b, checked, epoch);
+    lamportClear<uint32_t, 4>(header);
+  }
+  if (threadIdx.x == 0) c.epochs[b] = epoch;
+  gridDependencyTrigger<kSync>();
+}
+
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
 struct TwoShot {
   template <typename T, int VEC, int kVpt>
@@ -159,15 +287,39 @@ struct TwoShot {
   }
 };
 
+// The Lamport two-shot has one kernel per variant (GridDependency); forEachFamilyKernel visits it
+// once per sync mode, which preloads it twice, harmlessly.
+struct TwoShotLamport {
+  template <typename T, int VEC, int kVpt>
+  static auto kernel(SyncMode) {
+    return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>;
+  }
+};
+
+// The Lamport two-shot takes a call in GridDependency mode when every block has one unit and the
+// unit fits a Lamport region. Shape, mode and communicator constants only: every rank decides alike.
+bool useLamportTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch) {
+  if (launch.sync != SyncMode::kGridDependency || launch.rows_per_step < 1 || comm.world < 2) return false;
+  const int64_t unit_rows = int64_t(comm.world) * launch.rows_per_step;
+  const int64_t units = (args.tokens + unit_rows - 1) / unit_rows;
+  const size_t need = kLamportHeaderBytes +
+                      size_t(2) * (comm.world - 1) * launch.rows_per_step * rowStride(args.hidden, launch.dtype);
+  return units <= launch.blocks && need <= comm.lamport_region_bytes;
+}
+
 }  // namespace
 
 // Per vectors per thread, as the one-shot (dispatchVariant). Same run, min of 2, H200 pair, bf16,
 // session 9: 1 x 4096 10.0 -> 9.4 us, 512 x 8192 38.9 -> 38.5, 8192 x 8192 478.9 -> 476.4.
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
+  if (useLamportTwoShot(comm, args, launch)) return launchFamily<TwoShotLamport>(comm, args, launch, stream);
   return launchFamily<TwoShot>(comm, args, launch, stream);
 }
 
-cudaError_t forEachTwoShotKernel(const KernelVisitor& visit) { return forEachFamilyKernel<TwoShot>(visit); }
+cudaError_t forEachTwoShotKernel(const KernelVisitor& visit) {
+  const cudaError_t e = forEachFamilyKernel<TwoShot>(visit);
+  return e != cudaSuccess ? e : forEachFamilyKernel<TwoShotLamport>(visit);
+}
 
 }  // namespace arfusion::detail
