@@ -289,7 +289,8 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kOneShot);    // 256 KB
   EXPECT_EQ(planFor(h200Pair(), Shape{128, 8192}).strategy, Strategy::kOneShot);   // 2 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{128, 1024}).strategy, Strategy::kOneShot);   // 128 one-row blocks
-  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kOneShot);   // 5.9 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{256, 8192}).strategy, Strategy::kTwoShot);   // 4 MB
+  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kTwoShot);   // 5.9 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kTwoShot);   // 8 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{2048, 8192}).strategy, Strategy::kTwoShot);  // 32 MB
   EXPECT_EQ(planFor(h200Pair(), Shape{8192, 8192}).strategy, Strategy::kTwoShot);  // 128 MB

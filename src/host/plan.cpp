@@ -42,25 +42,18 @@ std::string topoKey(const Topology& t) {
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
   if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
-    // Measured 2026-11-29 (benchmarks/results/2026-11-29-h200x2-v3/sweep.txt), 2 x H200 NV18,
-    // allreduce + add + RMSNorm, CUDA-graph replay, us per call, max over ranks, bf16 and fp16 at
-    // hidden 4096 and 8192 (116 sizes in the file; bf16 8192 here), NCCL path / one-shot / two-shot:
-    //   16 KB  (1x8192)     10.0 /   6.7 /  13.3   one-shot 1.48x
-    //   128 KB (8x8192)     10.7 /   7.8 /  14.3   one-shot 1.37x
-    //   512 KB (32x8192)    13.5 /   9.2 /  15.1   one-shot 1.48x
-    //   2 MB   (128x8192)   30.6 /  14.3 /  17.6   one-shot 2.15x
-    //   4 MB   (256x8192)   36.4 /  21.1 /  24.7   one-shot 1.72x
-    //   5.9 MB (362x8192)   46.4 /  31.0 /  31.2   one-shot (the crossover)
-    //   8 MB   (512x8192)   58.7 /  46.4 /  40.6   two-shot 1.45x
-    //   11.9 MB (724x8192)  75.9 /  73.7 /  55.1   two-shot 1.38x
-    //   32 MB (2048x8192)  175.9 / 188.8 / 153.0   two-shot 1.15x
-    //   128 MB (8192x8192) 613.5 / 619.4 / 582.1   two-shot 1.06x
-    //   256 MB            1175.5 /1191.7 /1115.9   two-shot 1.05x
-    // The Lamport one-shot leads up to ~6 MB, the two-shot above; the NCCL path is slower at every
-    // size. Auto is within 5% of the fastest fixed strategy at 115 of the 116 sizes and never
-    // slower than the NCCL path. (Session 2 kept 256 KB-16 MB on the NCCL path because of a stall
-    // mode; it was the waits reading host memory, fixed the same day: docs/PERF-NOTES.md.)
-    table.rules = {{6 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
+    // Measured 2026-11-30 (benchmarks/results/2026-11-30-h200x2-v11/call8/sweep.txt), 2 x H200
+    // NV18, allreduce + add + RMSNorm, CUDA-graph replay, us per call, median of 7, max over
+    // ranks, bf16 and fp16 at hidden 4096 and 8192 (116 sizes), one-shot / two-shot:
+    //   bf16 8192:  1 MB 9.8 / 12.3, 1.5 MB 11.0 / 13.2, 2 MB 13.0 / 14.4, 3 MB 16.5 / 16.3,
+    //               4 MB 20.3 / 19.5, 5.9 MB 28.3 / 25.2, 8 MB 40.6 / 34.0
+    //   bf16 4096:  1 MB 7.9 / 8.5, 1.5 MB 10.6 / 9.2, 2 MB 12.4 / 11.6, 4 MB 21.2 / 18.4
+    // Since the Lamport two-shot (session 11) the crossover is near 180 rows rather than a size
+    // (1.5 MB at hidden 4096, 3 MB at 8192); one byte threshold at 2 MiB leaves Auto more than 5%
+    // off the faster strategy at 3 of the 116 sizes (hidden 4096: 181 rows bf16 16%, fp16 14%;
+    // 256 rows bf16 6.5%), against 9 with the old 6 MB one. The NCCL path is slower at every size (by 1.26x or more).
+    // (2026-11-29, before the Lamport two-shot: the one-shot led up to ~6 MB, `-v3/sweep.txt`.)
+    table.rules = {{2 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
   }
