@@ -51,7 +51,8 @@ AutoTable builtinTable(const Topology& t) {
     // Since the Lamport two-shot (session 11) the crossover is near 180 rows rather than a size
     // (1.5 MB at hidden 4096, 3 MB at 8192); one byte threshold at 2 MiB leaves Auto more than 5%
     // off the faster strategy at 3 of the 116 sizes (hidden 4096: 181 rows bf16 16%, fp16 14%;
-    // 256 rows bf16 6.5%), against 9 with the old 6 MB one. The NCCL path is slower at every size (by 1.26x or more).
+    // 256 rows bf16 6.5%), against 9 with the old 6 MB one. The NCCL path is slower at every size
+    // (by 1.26x or more).
     // (2026-11-29, before the Lamport two-shot: the one-shot led up to ~6 MB, `-v3/sweep.txt`.)
     table.rules = {{2 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.source = "built-in " + topoKey(t) + " (measured)";
