@@ -240,10 +240,14 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
         lamportClear<T, VEC>(slot);
         return v;
       }));
-      storeToPeers(c, s, [&](int peer) {
-        return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + ag_offset +
-               (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
-      });
+      // A wait returns data that did not arrive only after raising give_up (timeout, abort,
+      // mismatch; sync.cuh lamportWaitSlow). Once it is up no sum is pushed, so the peers fail
+      // (time out) too instead of finishing the call on sums made of sentinels.
+      if (atomicAdd(&give_up, 0) == 0)  // an atomic read, as lamportWaitSlow's (racecheck)
+        storeToPeers(c, s, [&](int peer) {
+          return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + ag_offset +
+                 (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
+        });
       if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
       return s;
     });
