@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "arfusion/testing.h"
 #include "gpu_harness.h"
@@ -93,8 +94,9 @@ TEST(Loading, CommCreateLoadsEveryKernel) {
       return cudaSuccess;
     });
     if (walked != cudaSuccess) return "walking the kernels failed";
-    // One-shot and two-shot: 3 dtypes x 4 variants x 2 sync modes each; add-RMSNorm 18; self-check 1.
-    if (kernels.size() < 67) return "only " + std::to_string(kernels.size()) + " kernels listed";
+    // One-shot and two-shot: 3 dtypes x 4 variants x 2 sync modes each; the Lamport two-shot 3 x 4;
+    // add-RMSNorm 18; self-check 1.
+    if (kernels.size() < 79) return "only " + std::to_string(kernels.size()) + " kernels listed";
     int unloaded = 0;
     for (const void* k : kernels) {
       bool loaded = false;
@@ -223,7 +225,9 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 }
 
 // ------------------------------------------------------------------ bounded waits
-// Every wait loop: the Lamport one-shot (GridDependency), the flag one-shot, the flag two-shot.
+// Every wait loop: the Lamport one-shot and the Lamport two-shot (GridDependency: at these shapes every
+// block has one unit, so the two-shot runs its Lamport kernel), the flag one-shot and the flag
+// two-shot (FlagBarrier).
 struct FaultPath {
   arfusion::Strategy strategy;
   arfusion::SyncMode sync;
@@ -258,6 +262,49 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
     std::printf("timeout reported after %.2f s: %s\n", secs, detail.c_str());
     cudaFree(buf);
     return err;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+// A peer that arrives after this rank timed out must not finish the call on what the failed rank
+// left behind: it fails too, or, where the failed rank had already sent everything (the one-shot),
+// returns correct results. Outputs are poisoned with NaN; the inputs give no NaN. (The Lamport
+// two-shot once pushed the sums of a wait that gave up: the late peer took them and reported success
+// with NaN rows.)
+TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
+  std::string skip;
+  const FaultPath fp = GetParam();
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
+    if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
+    const int64_t T = 4, H = 1024;
+    const size_t s = T * H * 2;
+    void* buf = nullptr;
+    if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
+    char* b = static_cast<char*>(buf);
+    cudaMemset(b, 0x3c, s * 2);         // input, residual: bf16 0x3c3c, about 0.0115
+    cudaMemset(b + 2 * s, 0xff, s);     // residual_out poisoned (NaN)
+    cudaMemset(b + 3 * s, 0x3c, s);     // gamma
+    cudaMemset(b + 4 * s, 0xff, s);     // norm_out poisoned (NaN)
+    cudaDeviceSynchronize();
+    if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // after rank 0 gave up
+    Status st = arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
+    if (st != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+    cudaStreamSynchronize(ctx.stream);
+    st = arfusion::commGetAsyncError(ctx.comm);
+    std::string e;
+    if (ctx.rank == 0 && st != Status::kTimeout) e = std::string("rank 0: expected kTimeout, got ") + arfusion::statusString(st);
+    if (ctx.rank == 1 && st == Status::kSuccess) {
+      std::vector<uint16_t> host(2 * T * H);
+      cudaMemcpy(host.data(), b + 2 * s, s, cudaMemcpyDeviceToHost);
+      cudaMemcpy(host.data() + T * H, b + 4 * s, s, cudaMemcpyDeviceToHost);
+      int nan = 0;
+      for (uint16_t x : host) nan += (x & 0x7f80) == 0x7f80 && (x & 0x7f) != 0;
+      if (nan) e = "rank 1 reported success with " + std::to_string(nan) + " NaN output elements";
+    }
+    std::printf("late peer, rank %d: %s\n", ctx.rank, arfusion::statusString(st));
+    cudaFree(buf);
+    return e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
@@ -359,7 +406,8 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
 INSTANTIATE_TEST_SUITE_P(Paths, Faults,
                          ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency},
                                            FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier},
-                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency}));
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier}));
 
 // ------------------------------------------------------------------ the single-GPU kernel
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {
