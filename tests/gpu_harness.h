@@ -79,6 +79,9 @@ std::string scenarioSpecialValues(RankCtx& ctx);
 // communicator usable.
 std::string scenarioBadInput(RankCtx& ctx);
 
+// Whether x, the bits of one element of dtype d, is a NaN (any payload, either sign).
+bool isNaNBits(uint32_t x, arfusion::DType d);
+
 // ---- device helpers (compare.cu)
 // Kernel loading (tests/compare.cu). preloadTestKernels: the helpers below, loaded now.
 // kernelLoaded: whether `kernel` is loaded on the current device. loadingProbe: a kernel nothing

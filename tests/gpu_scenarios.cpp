@@ -218,6 +218,9 @@ uint32_t bitsAt(const std::vector<uint8_t>& v, size_t i, DType d) {
   return x;
 }
 void setBits(std::vector<uint8_t>& v, size_t i, DType d, uint32_t x) { std::memcpy(v.data() + i * elemSize(d), &x, elemSize(d)); }
+
+}  // namespace
+
 bool isNaNBits(uint32_t x, DType d) {
   switch (d) {
     case DType::kFloat32: return (x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu) != 0;
@@ -226,8 +229,6 @@ bool isNaNBits(uint32_t x, DType d) {
   }
   return false;
 }
-
-}  // namespace
 
 std::string scenarioSpecialValues(RankCtx& ctx) {
   // Per element class k = column % 8 (row 0 only, other rows random):
