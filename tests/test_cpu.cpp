@@ -304,6 +304,31 @@ TEST(Plan, GeometryBalancesStepsPerBlock) {
   EXPECT_GE(units, steps * p.blocks - p.blocks / 4) << "last wave under-filled: R=" << p.rows_per_step << " blocks=" << p.blocks;
 }
 
+// Plan::lamport names the kernel a call runs: every GridDependency one-shot; a GridDependency
+// two-shot only while each block takes one unit that fits a Lamport region (127 KB at 2 ranks and
+// the default workspace: hidden 8192 bf16 up to R = 3, i.e. 792 tokens on 132 blocks).
+TEST(Plan, ReportsTheLamportKernelWhereItRuns) {
+  const Topology t = h200Pair();
+  auto lamport = [&](int64_t tokens, int64_t hidden, Strategy s, SyncMode sync) {
+    const Plan p = planFor(t, Shape{tokens, hidden}, s, sync);
+    EXPECT_EQ(p.lamport, usesLamport(t, Shape{tokens, hidden}, p.strategy, p.sync_mode, p.blocks, p.rows_per_step));
+    return p.lamport;
+  };
+  EXPECT_TRUE(lamport(1, 4096, Strategy::kOneShot, SyncMode::kGridDependency));
+  EXPECT_TRUE(lamport(2048, 8192, Strategy::kOneShot, SyncMode::kGridDependency));  // many units: still Lamport
+  EXPECT_FALSE(lamport(1, 4096, Strategy::kOneShot, SyncMode::kFlagBarrier));
+  EXPECT_TRUE(lamport(512, 8192, Strategy::kTwoShot, SyncMode::kGridDependency));   // R = 2
+  EXPECT_TRUE(lamport(792, 8192, Strategy::kTwoShot, SyncMode::kGridDependency));   // R = 3: the largest
+  EXPECT_FALSE(lamport(793, 8192, Strategy::kTwoShot, SyncMode::kGridDependency));  // R = 4: 256 KB + headers
+  EXPECT_FALSE(lamport(8192, 8192, Strategy::kTwoShot, SyncMode::kGridDependency)); // two units per block
+  EXPECT_FALSE(lamport(512, 8192, Strategy::kTwoShot, SyncMode::kFlagBarrier));
+  EXPECT_FALSE(lamport(4096, 8192, Strategy::kNccl, SyncMode::kGridDependency));
+  // Auto at 2 x H200 (GridDependency on SM90): a one-unit two-shot runs the Lamport kernel.
+  const Plan a = planFor(t, Shape{512, 8192});
+  EXPECT_EQ(a.strategy, Strategy::kTwoShot);
+  EXPECT_TRUE(a.lamport);
+}
+
 TEST(Plan, ForcedSyncAndStrategyAreHonoured) {
   const Plan p = planFor(h200Pair(), Shape{4096, 8192}, Strategy::kTwoShot, SyncMode::kFlagBarrier);
   EXPECT_EQ(p.strategy, Strategy::kTwoShot);

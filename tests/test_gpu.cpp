@@ -226,12 +226,26 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 
 // ------------------------------------------------------------------ bounded waits
 // Every wait loop: the Lamport one-shot and the Lamport two-shot (GridDependency: at these shapes every
-// block has one unit, so the two-shot runs its Lamport kernel), the flag one-shot and the flag
-// two-shot (FlagBarrier).
+// block has one unit, so the two-shot runs its Lamport kernel; enterPath checks it), the flag
+// one-shot and the flag two-shot (FlagBarrier).
 struct FaultPath {
   arfusion::Strategy strategy;
   arfusion::SyncMode sync;
+  bool lamport;  // the kernel this path must run (Plan::lamport)
 };
+
+// Sets the path's strategy and sync mode and checks that a call of this shape runs the kernel the
+// path is about, so that a test of one wait loop cannot silently exercise another.
+std::string enterPath(RankCtx& ctx, const FaultPath& fp, int64_t tokens, int64_t hidden) {
+  if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
+  arfusion::Plan pl;
+  if (arfusion::plan(ctx.comm, arfusion::Shape{tokens, hidden, DType::kBFloat16}, &pl) != Status::kSuccess)
+    return arfusion::lastError();
+  if (pl.strategy != fp.strategy || pl.lamport != fp.lamport)
+    return std::string("the plan runs ") + arfusion::toString(pl.strategy) + (pl.lamport ? " (Lamport)" : " (flags)") +
+           ", not the path under test";
+  return "";
+}
 class Faults : public ::testing::TestWithParam<FaultPath> {};
 
 TEST_P(Faults, APeerThatSkipsACallTimesOut) {
@@ -239,8 +253,8 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";  // never arrives
-    if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
     const int64_t T = 4, H = 1024;
+    if (std::string e = enterPath(ctx, fp, T, H); !e.empty()) return e;
     void* buf = nullptr;
     cudaMalloc(&buf, T * H * 2 * 5);
     char* b = static_cast<char*>(buf);
@@ -276,8 +290,8 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
   std::string skip;
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
-    if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
     const int64_t T = 4, H = 1024;
+    if (std::string e = enterPath(ctx, fp, T, H); !e.empty()) return e;
     const size_t s = T * H * 2;
     void* buf = nullptr;
     if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
@@ -315,8 +329,8 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(60), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";
-    if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
     const int64_t T = 4, H = 1024;
+    if (std::string e = enterPath(ctx, fp, T, H); !e.empty()) return e;
     const size_t s = T * H * 2;
     void* buf = nullptr;
     cudaMalloc(&buf, s * 5);
@@ -363,7 +377,7 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
   for (const Case& k : cases) {
     std::string skip;
     const std::string err = runLocalGroup(2, testConfig(1), 16, [fp, k](RankCtx& ctx) -> std::string {
-      if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
+      if (std::string e = enterPath(ctx, fp, k.rank0.tokens, k.rank0.hidden); !e.empty()) return e;
       const size_t s = 5 * 1032 * 2;  // bytes of the largest operand
       void* buf = nullptr;
       if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
@@ -404,10 +418,10 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, Faults,
-                         ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency},
-                                           FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier},
-                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency},
-                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier}));
+                         ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency, true},
+                                           FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier, false},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency, true},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false}));
 
 // ------------------------------------------------------------------ the single-GPU kernel
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {

@@ -224,6 +224,10 @@ struct Plan {
   SyncMode sync_mode = SyncMode::kFlagBarrier;  // never kAuto; meaningless for kNccl
   int blocks = 0;          // grid of the fused kernel (0 for kNccl)
   int rows_per_step = 0;   // rows a block moves per synchronised step (0 for kNccl)
+  // The fused kernel's protocol (README, "Sync modes"): true for a Lamport kernel, whose data is
+  // its own ready flag (every GridDependency one-shot; a GridDependency two-shot whose blocks take
+  // one step each and whose step fits a Lamport region), false for the flag-barrier kernels.
+  bool lamport = false;
   char reason[256] = {};   // why: which rule or table entry applied
 };
 

@@ -105,6 +105,9 @@ Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, cons
   launch.vector = vector;
   launch.sync = plan.sync_mode;
   launch.dtype = dtype;
+  // Recomputed rather than read from the plan: the self-check runs one plan in both sync modes.
+  launch.lamport = detail::usesLamport(topo, Shape{a.tokens, a.hidden, dtype, a.op}, plan.strategy, plan.sync_mode,
+                                       plan.blocks, plan.rows_per_step);
   RowArgs signed_args = a;
   signed_args.sig = detail::callSignature(a, launch, plan.strategy);
   const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, signed_args, launch, stream)

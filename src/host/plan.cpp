@@ -229,6 +229,19 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   return true;
 }
 
+bool usesLamport(const Topology& t, const Shape& shape, Strategy s, SyncMode sync, int blocks, int rows_per_step) {
+  if (sync != SyncMode::kGridDependency || t.world < 2 || rows_per_step < 1) return false;
+  if (s == Strategy::kOneShot) return true;
+  if (s != Strategy::kTwoShot) return false;
+  // Session 12 (benchmarks/results/2026-11-30-h200x2-v12): the Lamport two-shot with a larger
+  // Lamport area (2048 x 8192 in one unit) or several units per block was slower than the flag
+  // kernel (125 -> 133 us, 452 -> 466 at 8192 x 8192), so it stays at one unit per block.
+  const int64_t unit_rows = int64_t(t.world) * rows_per_step;
+  const int64_t units = (shape.tokens + unit_rows - 1) / unit_rows;
+  const size_t need = kLamportHeaderBytes + size_t(2) * (t.world - 1) * rows_per_step * rowStride(shape.hidden, shape.dtype);
+  return units <= blocks && need <= t.lamport_region_bytes;
+}
+
 Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
   const Topology& t = in.topo;
   Plan p;
@@ -288,6 +301,7 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     p.sync_mode = in.sync_auto;
     rule += "; sync " + std::string(toString(in.sync_auto)) + ": " + in.sync_auto_reason;
   }
+  p.lamport = usesLamport(t, shape, s, p.sync_mode, p.blocks, p.rows_per_step);
   setReason(rule);
   *out = p;
   return Status::kSuccess;

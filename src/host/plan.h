@@ -76,6 +76,14 @@ struct PlanInputs {
 bool fusedGeometry(const Topology& topo, Strategy strategy, const Shape& shape, int* blocks,
                    int* rows_per_step, std::string* why);
 
+// Whether a fused call runs a Lamport kernel (the data is its own ready flag, sync.cuh): every
+// GridDependency one-shot, and a GridDependency two-shot whose blocks take one unit each and whose
+// unit (the RS and AG parts, 2 (n-1) R rows, and the headers) fits a Lamport region. A function of
+// the plan and creation constants only, so every rank picks the same kernel; makePlan reports it in
+// Plan::lamport and the launch recomputes it from the plan it runs.
+bool usesLamport(const Topology& topo, const Shape& shape, Strategy strategy, SyncMode sync, int blocks,
+                 int rows_per_step);
+
 // The decision. For a forced fused strategy that cannot run, returns kNotSupported with the reason
 // in lastError(); Auto never fails: it falls back to the NCCL path (or, without NCCL, to a fused
 // strategy that fits).

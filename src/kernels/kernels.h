@@ -87,6 +87,7 @@ struct FusedLaunch {
   bool vector = true;     // 16-byte path (aligned pointers, row bytes % 16 == 0)
   SyncMode sync = SyncMode::kFlagBarrier;
   DType dtype = DType::kBFloat16;
+  bool lamport = false;   // Lamport kernel (plan.h usesLamport); for the one-shot, sync == kGridDependency
 };
 
 // Bytes one row occupies in the workspace (rounded up to 16 so vector rows stay aligned).

@@ -110,9 +110,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   const int64_t units = (a.tokens + R - 1) / R;
   uint32_t epoch = c.epochs[b];
 
-  // The header check of sender t < world-1 (sync.cuh, "Call signatures") is thread t's.
-  const bool checker = threadIdx.x < c.world - 1;
-  const int checked = threadIdx.x < c.rank ? threadIdx.x : threadIdx.x + 1;  // the peer it checks
+  LamportHeaders headers(c);  // thread t < world-1 checks one peer's call header
   for (int64_t u = b; u < units; u += gridDim.x) {
     if (u != b) {
       lamportNextUnit();
@@ -123,11 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
     const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
 
     // 1. Push this unit's header, then its rows, sanitised, to every peer.
-    if (checker) {
-      const int peer = (c.rank + 1 + threadIdx.x) % c.world;
-      storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, b, epoch), senderIndex(c.rank, peer)),
-                                 lamportHeaderValue(a.sig, epoch));
-    }
+    headers.push(c, b, epoch, a.sig);
     for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
       const int j = idx / nv32;
       const int i = idx - j * nv32;
@@ -146,9 +140,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
 
     // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
     T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
-    uint32_t* header = checker ? lamportHeader(lamportSlot(c, c.rank, b, epoch), senderIndex(checked, c.rank)) : nullptr;
-    Pack<uint32_t, 4> head;
-    memset(&head, 0xff, sizeof head);
+    headers.watch(c, b, epoch);
     for (int j = 0; j < rows; ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::run(a, row0 + j, sh, [&](int64_t i) {
@@ -160,21 +152,13 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
           return p;
         });
         // The thread's first rows are in: load the header now, check it after the epilogue.
-        if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
+        if (headers.checker && j == 0 && i == int64_t(threadIdx.x)) headers.peek();
         return s;
       });
     }
     // 4. The peer's header: the same call? The rows are written by now; a mismatch fails the
     // communicator like a timeout (reported at the next call or by commGetAsyncError).
-    if (checker) {
-      if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, b, checked, epoch, &give_up);
-      const Pack<uint32_t, 4> want = lamportHeaderValue(a.sig, epoch);
-      if (head.v[0] != want.v[0] || head.v[1] != want.v[1]) {
-        if (lamportArrived(head)) reportFailure(c.error, kErrMismatch, b, checked, epoch);  // else timed out
-        atomicExch(&give_up, 1);
-      }
-      lamportClear<uint32_t, 4>(header);
-    }
+    headers.check(c, b, epoch, a.sig, &give_up);
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
   gridDependencyTrigger<kSync>();

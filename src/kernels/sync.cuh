@@ -319,6 +319,44 @@ __device__ __forceinline__ void lamportClear(T* p) {
   storePack<T, VEC>(p, ones);
 }
 
+// The call-header exchange of one Lamport unit ("Call signatures" above), shared by the Lamport
+// one-shot and two-shot. Thread t < world-1 pushes this rank's header to peer (rank+1+t) % world
+// and checks the header of peer `checked` in its own slot: push() with the unit's first stores,
+// watch() before the unit's waits, peek() once the thread's first rows arrived (the load then
+// overlaps the epilogue), check() at the end: wait, compare, clear. A mismatch is reported
+// (kErrMismatch) and raises give_up.
+struct LamportHeaders {
+  bool checker;                // this thread pushes one header and checks one
+  int checked;                 // the peer whose header it checks
+  uint32_t* header = nullptr;  // that header in this rank's slot of the current unit
+  Pack<uint32_t, 4> head;      // its value as last read (all-ones: not read or not arrived)
+
+  __device__ __forceinline__ explicit LamportHeaders(const DeviceComm& c)
+      : checker(threadIdx.x < unsigned(c.world - 1)), checked(threadIdx.x < unsigned(c.rank) ? threadIdx.x : threadIdx.x + 1) {}
+
+  __device__ __forceinline__ void push(const DeviceComm& c, int block, uint32_t epoch, uint32_t sig) const {
+    if (!checker) return;
+    const int peer = (c.rank + 1 + threadIdx.x) % c.world;
+    storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, block, epoch), senderIndex(c.rank, peer)),
+                               lamportHeaderValue(sig, epoch));
+  }
+  __device__ __forceinline__ void watch(const DeviceComm& c, int block, uint32_t epoch) {
+    header = checker ? lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(checked, c.rank)) : nullptr;
+    memset(&head, 0xff, sizeof head);
+  }
+  __device__ __forceinline__ void peek() { head = loadPackRelaxedSys<uint32_t, 4>(header); }
+  __device__ __forceinline__ void check(const DeviceComm& c, int block, uint32_t epoch, uint32_t sig, int* give_up) {
+    if (!checker) return;
+    if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, block, checked, epoch, give_up);
+    const Pack<uint32_t, 4> want = lamportHeaderValue(sig, epoch);
+    if (head.v[0] != want.v[0] || head.v[1] != want.v[1]) {
+      if (lamportArrived(head)) reportFailure(c.error, kErrMismatch, block, checked, epoch);  // else timed out
+      atomicExch(give_up, 1);
+    }
+    lamportClear<uint32_t, 4>(header);
+  }
+};
+
 // Between two units of one call: this block's clears (and its reads of the peers' data) are
 // ordered before its next stores into any peer's slots (see the protocol above).
 __device__ __forceinline__ void lamportNextUnit() {

@@ -40,7 +40,8 @@
 // Two kernels, as the one-shot: twoShotKernel above (flag barrier; every call in FlagBarrier mode,
 //   and in GridDependency mode every call whose blocks take more than one unit or whose unit does
 //   not fit a Lamport region) and twoShotLamportKernel (GridDependency, one unit per block, the data
-//   its own flag; header comment below). launchTwoShot picks one from the shape alone. At 2 ranks
+//   its own flag; header comment below). The plan picks one (plan.h usesLamport: shape, sync mode
+//   and creation constants, so every rank alike) and reports it in Plan::lamport. At 2 ranks
 //   the Lamport kernel takes calls up to ~12 MB at hidden 8192 (R <= 3): same call, 2 runs each,
 //   H200 pair, bf16, session 11: 512 x 8192 38.6 -> 34.0 us, 256 x 8192 23.2 -> 19.3-19.6,
 //   512 x 4096 23.1-23.3 -> 18.1-18.4, 1 x 4096 9.4 -> 5.4; plain allreduce 512 x 8192 34.7 -> 29.7.
@@ -58,6 +59,36 @@ __device__ __forceinline__ const T* residualRow(const RowArgs& a, int64_t row) {
   return a.op == Op::kAllReduce ? nullptr : static_cast<const T*>(a.residual_in) + row * a.hidden;
 }
 
+// Rows of a unit's part that starts at row `first`: R, fewer in the last unit, 0 past the end.
+__device__ __forceinline__ int partRows(int64_t tokens, int64_t first, int R) {
+  const int64_t left = tokens - first;
+  return left <= 0 ? 0 : static_cast<int>(left < R ? left : R);
+}
+
+// The reduce-scatter of the unit starting at row unit0: each peer's R owned rows go from the input
+// into this rank's part of `regionOf(peer)` (a region of that peer; sanitised for the Lamport
+// protocol). Push-loop index math in 32 bits (a 64-bit division is a long software routine): R
+// rows fit a region of at most 1 GiB (plan.cpp), so R * vectors per row < 2^31.
+template <typename T, int VEC, bool kLamport, typename RegionOf>
+__device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs& a, int64_t unit0, int R,
+                                             int64_t stride, RegionOf regionOf) {
+  const int n = c.world;
+  const int nv32 = static_cast<int>(a.hidden / VEC);
+  const T* in = static_cast<const T*>(a.input);
+  for (int d = 1; d < n; ++d) {
+    const int peer = (c.rank + d) % n;
+    const int64_t first = unit0 + int64_t(peer) * R;
+    const int rows = partRows(a.tokens, first, R);
+    T* dst = regionOf(peer) + int64_t(senderIndex(c.rank, peer)) * R * stride;
+    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+      const int j = idx / nv32;
+      const int i = idx - j * nv32;
+      const Pack<T, VEC> v = loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC);
+      storePackPeer<T, VEC>(dst + j * stride + i * VEC, kLamport ? lamportSanitize(v) : v);
+    }
+  }
+}
+
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   using Epi = RowEpilogue<T, VEC, kVpt>;
@@ -68,35 +99,16 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   const int b = blockIdx.x;
   const int R = rows_per_step;
   const int n = c.world;
-  const int64_t nvec = a.hidden / VEC;
-  // Push-loop index math in 32 bits (a 64-bit division is a long software routine): R rows fit a
-  // region of at most 1 GiB (plan.cpp), so R * nvec < 2^31.
-  const int nv32 = static_cast<int>(nvec);
   const int64_t stride = strideElems<T>(a.hidden);
   const int64_t ag_offset = int64_t(n - 1) * R * stride;  // AG part after the RS part
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + int64_t(n) * R - 1) / (int64_t(n) * R);
   uint32_t epoch = c.epochs[b];
 
-  auto rowsOf = [&](int64_t first) -> int {
-    const int64_t left = a.tokens - first;
-    return left <= 0 ? 0 : static_cast<int>(left < R ? left : R);
-  };
-
   // RS(u, e): each peer's rows of unit u go to that peer (slot e%2, RS part); signal phase 0.
   auto pushScatter = [&](int64_t u, uint32_t e) {
-    const int64_t unit0 = u * n * R;
-    for (int d = 1; d < n; ++d) {
-      const int peer = (c.rank + d) % n;
-      const int64_t first = unit0 + int64_t(peer) * R;
-      const int rows = rowsOf(first);
-      T* dst = reinterpret_cast<T*>(regionAddr(c, peer, b, e)) + int64_t(senderIndex(c.rank, peer)) * R * stride;
-      for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
-        const int j = idx / nv32;
-        const int i = idx - j * nv32;
-        storePackPeer<T, VEC>(dst + j * stride + i * VEC, loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC));
-      }
-    }
+    pushToOwners<T, VEC, false>(c, a, u * n * R, R, stride,
+                                [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e)); });
     signalPeers(c, 0, b, e, a.sig);
   };
 
@@ -110,7 +122,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     // 2. Reduce the owned rows, all-gather each sum as it is produced, epilogue locally.
     T* region = reinterpret_cast<T*>(regionAddr(c, c.rank, b, epoch));
     const int64_t mine0 = unit0 + int64_t(c.rank) * R;
-    const int mine = rowsOf(mine0);
+    const int mine = partRows(a.tokens, mine0, R);
     for (int j = 0; j < mine; ++j) {
       const T* own = in + (mine0 + j) * a.hidden;
       // The next owned row's contributions (own input, each peer's part) and residual into L2.
@@ -144,7 +156,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     for (int d = 1; d < n; ++d) {
       const int owner = (c.rank + d) % n;
       const int64_t first = unit0 + int64_t(owner) * R;
-      const int rows = rowsOf(first);
+      const int rows = partRows(a.tokens, first, R);
       const T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
       for (int j = 0; j < rows; ++j) {
         if (j + 1 < rows && threadIdx.x < 2)  // the next row's sum and residual into L2
@@ -158,7 +170,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 }
 
 // The Lamport two-shot: the GridDependency kernel of a call whose grid gives every block one unit
-// and whose unit fits a Lamport region (launchTwoShot decides, from the shape: every rank alike).
+// and whose unit fits a Lamport region (plan.h usesLamport, from the shape: every rank alike).
 // Same rows, owners and rank-order sums as twoShotKernel, but the data is its own flag (sync.cuh,
 // Lamport protocol), in two parts of slot e%2 of block b's Lamport region: RS (the peers' rows of
 // this rank's owned rows) and AG (the owners' sums of the other rows).
@@ -188,46 +200,25 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
   const int b = blockIdx.x;
   const int R = rows_per_step;
   const int n = c.world;
-  const int nv32 = static_cast<int>(a.hidden / VEC);
   const int64_t stride = strideElems<T>(a.hidden);
   const int64_t ag_offset = int64_t(n - 1) * R * stride;
   const T* in = static_cast<const T*>(a.input);
   const uint32_t epoch = c.epochs[b] + 1;
   const int64_t unit0 = int64_t(b) * n * R;  // this block's only unit
-  auto rowsOf = [&](int64_t first) -> int {
-    const int64_t left = a.tokens - first;
-    return left <= 0 ? 0 : static_cast<int>(left < R ? left : R);
-  };
 
   // 1. Header, then the reduce-scatter.
-  const bool checker = threadIdx.x < n - 1;
-  const int checked = threadIdx.x < c.rank ? threadIdx.x : threadIdx.x + 1;  // the peer it checks
-  if (checker) {
-    const int peer = (c.rank + 1 + threadIdx.x) % n;
-    storePackPeer<uint32_t, 4>(lamportHeader(lamportSlot(c, peer, b, epoch), senderIndex(c.rank, peer)),
-                               lamportHeaderValue(a.sig, epoch));
-  }
-  for (int d = 1; d < n; ++d) {
-    const int peer = (c.rank + d) % n;
-    const int64_t first = unit0 + int64_t(peer) * R;
-    const int rows = rowsOf(first);
-    T* dst = reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + int64_t(senderIndex(c.rank, peer)) * R * stride;
-    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
-      const int j = idx / nv32;
-      const int i = idx - j * nv32;
-      storePackPeer<T, VEC>(dst + j * stride + i * VEC, lamportSanitize(loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC)));
-    }
-  }
+  LamportHeaders headers(c);  // thread t < n-1 checks one peer's call header
+  headers.push(c, b, epoch, a.sig);
+  pushToOwners<T, VEC, true>(c, a, unit0, R, stride,
+                             [&](int peer) { return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)); });
   // Every warp's pushes leave before any warp waits (as in the Lamport one-shot).
   __syncthreads();
 
   // 2. The owned rows: reduce as the peers' packs arrive, all-gather each sum at once, epilogue.
   T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
-  uint32_t* header = checker ? lamportHeader(lamportSlot(c, c.rank, b, epoch), senderIndex(checked, c.rank)) : nullptr;
-  Pack<uint32_t, 4> head;
-  memset(&head, 0xff, sizeof head);
+  headers.watch(c, b, epoch);
   const int64_t mine0 = unit0 + int64_t(c.rank) * R;
-  const int mine = rowsOf(mine0);
+  const int mine = partRows(a.tokens, mine0, R);
   for (int j = 0; j < mine; ++j) {
     const T* own = in + (mine0 + j) * a.hidden;
     if (j + 1 < mine && threadIdx.x < 2)  // the next row's own input and residual into L2
@@ -248,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
           return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + ag_offset +
                  (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
         });
-      if (checker && j == 0 && i == int64_t(threadIdx.x)) head = loadPackRelaxedSys<uint32_t, 4>(header);
+      if (headers.checker && j == 0 && i == int64_t(threadIdx.x)) headers.peek();
       return s;
     });
   }
@@ -257,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
   for (int d = 1; d < n; ++d) {
     const int owner = (c.rank + d) % n;
     const int64_t first = unit0 + int64_t(owner) * R;
-    const int rows = rowsOf(first);
+    const int rows = partRows(a.tokens, first, R);
     T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
     for (int j = 0; j < rows; ++j) {
       if (j + 1 < rows && threadIdx.x == 0) prefetchRowL2<T, VEC>(residualRow<T>(a, first + j + 1), a.hidden);
@@ -271,13 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
   }
 
   // 4. Each peer's header: the same call? (As the Lamport one-shot.)
-  if (checker) {
-    if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, b, checked, epoch, &give_up);
-    const Pack<uint32_t, 4> want = lamportHeaderValue(a.sig, epoch);
-    if ((head.v[0] != want.v[0] || head.v[1] != want.v[1]) && lamportArrived(head))
-      reportFailure(c.error, kErrMismatch, b, checked, epoch);
-    lamportClear<uint32_t, 4>(header);
-  }
+  headers.check(c, b, epoch, a.sig, &give_up);
   if (threadIdx.x == 0) c.epochs[b] = epoch;
   gridDependencyTrigger<kSync>();
 }
@@ -300,24 +285,13 @@ struct TwoShotLamport {
   }
 };
 
-// The Lamport two-shot takes a call in GridDependency mode when every block has one unit and the
-// unit fits a Lamport region. Shape, mode and communicator constants only: every rank decides alike.
-bool useLamportTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch) {
-  if (launch.sync != SyncMode::kGridDependency || launch.rows_per_step < 1 || comm.world < 2) return false;
-  const int64_t unit_rows = int64_t(comm.world) * launch.rows_per_step;
-  const int64_t units = (args.tokens + unit_rows - 1) / unit_rows;
-  const size_t need = kLamportHeaderBytes +
-                      size_t(2) * (comm.world - 1) * launch.rows_per_step * rowStride(args.hidden, launch.dtype);
-  return units <= launch.blocks && need <= comm.lamport_region_bytes;
-}
-
 }  // namespace
 
 // Per vectors per thread, as the one-shot (dispatchVariant). Same run, min of 2, H200 pair, bf16,
 // session 9: 1 x 4096 10.0 -> 9.4 us, 512 x 8192 38.9 -> 38.5, 8192 x 8192 478.9 -> 476.4.
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
-  if (useLamportTwoShot(comm, args, launch)) return launchFamily<TwoShotLamport>(comm, args, launch, stream);
+  if (launch.lamport) return launchFamily<TwoShotLamport>(comm, args, launch, stream);
   return launchFamily<TwoShot>(comm, args, launch, stream);
 }
 
