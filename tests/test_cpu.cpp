@@ -286,14 +286,26 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(one.sync_mode, SyncMode::kGridDependency);
   EXPECT_EQ(one.blocks, 4);
   EXPECT_EQ(one.rows_per_step, 1);
-  EXPECT_EQ(planFor(h200Pair(), Shape{16, 8192}).strategy, Strategy::kOneShot);    // 256 KB
-  EXPECT_EQ(planFor(h200Pair(), Shape{128, 8192}).strategy, Strategy::kOneShot);   // 2 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{128, 1024}).strategy, Strategy::kOneShot);   // 128 one-row blocks
-  EXPECT_EQ(planFor(h200Pair(), Shape{256, 8192}).strategy, Strategy::kTwoShot);   // 4 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{362, 8192}).strategy, Strategy::kTwoShot);   // 5.9 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{512, 8192}).strategy, Strategy::kTwoShot);   // 8 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{2048, 8192}).strategy, Strategy::kTwoShot);  // 32 MB
-  EXPECT_EQ(planFor(h200Pair(), Shape{8192, 8192}).strategy, Strategy::kTwoShot);  // 128 MB
+  auto pick = [](int64_t tokens, int64_t hidden, DType d = DType::kBFloat16) {
+    return planFor(h200Pair(), Shape{tokens, hidden, d}).strategy;
+  };
+  EXPECT_EQ(pick(16, 8192), Strategy::kOneShot);    // 256 KB
+  EXPECT_EQ(pick(128, 8192), Strategy::kOneShot);   // 2 MB
+  EXPECT_EQ(pick(128, 1024), Strategy::kOneShot);   // 128 one-row blocks
+  EXPECT_EQ(pick(181, 4096), Strategy::kTwoShot);   // 1.4 MB, 181 rows
+  EXPECT_EQ(pick(256, 8192), Strategy::kTwoShot);   // 4 MB
+  EXPECT_EQ(pick(362, 8192), Strategy::kTwoShot);   // 5.9 MB
+  EXPECT_EQ(pick(512, 8192), Strategy::kTwoShot);   // 8 MB
+  EXPECT_EQ(pick(2048, 8192), Strategy::kTwoShot);  // 32 MB
+  EXPECT_EQ(pick(8192, 8192), Strategy::kTwoShot);  // 128 MB
+  // The token floor: wide rows below 160 tokens stay on the one-shot whatever their size.
+  EXPECT_EQ(pick(128, 16384), Strategy::kOneShot);                   // 4 MB
+  EXPECT_EQ(pick(128, 16384, DType::kFloat32), Strategy::kOneShot);  // 8 MB
+  EXPECT_EQ(pick(159, 32768), Strategy::kOneShot);                   // 9.9 MB
+  EXPECT_EQ(pick(159, 65536), Strategy::kTwoShot);  // 128 KB rows do not fit a one-shot step
+  EXPECT_EQ(pick(160, 16384), Strategy::kTwoShot);                   // 5 MB
+  EXPECT_EQ(pick(400, 1024), Strategy::kOneShot);                    // 0.8 MB: under the 1 MiB rule
+  EXPECT_NE(std::string(planFor(h200Pair(), Shape{128, 16384}).reason).find("tokens < 160"), std::string::npos);
 }
 
 // Steps spread rows evenly: no nearly empty last wave of blocks.
@@ -549,6 +561,10 @@ TEST(Tuning, RoundTrip) {
   ASSERT_EQ(back.rules.size(), 3u);
   EXPECT_EQ(back.rules[1].max_bytes, 64 << 20);
   EXPECT_EQ(back.rules[2].strategy, Strategy::kNccl);
+  EXPECT_EQ(back.twoshot_min_tokens, 0);
+  table.twoshot_min_tokens = 160;
+  ASSERT_EQ(parseTuning(formatTuning(t, table), "mem", t, &back), Status::kSuccess) << lastError();
+  EXPECT_EQ(back.twoshot_min_tokens, 160);
 }
 
 TEST(Tuning, RejectsCorruptOrMismatchedFiles) {
@@ -566,6 +582,8 @@ TEST(Tuning, RejectsCorruptOrMismatchedFiles) {
       {head + "rule 100 oneshot\n", "last rule"},
       {head + "rule -5 oneshot\nrule max nccl\n", "positive"},
       {head + "bogus 1\n", "unknown key"},
+      {head + "twoshot-min-tokens -1\nrule max nccl\n", "twoshot-min-tokens"},
+      {head + "twoshot-min-tokens many\nrule max nccl\n", "twoshot-min-tokens"},
   };
   for (const auto& c : cases) {
     AutoTable out;

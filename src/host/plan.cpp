@@ -42,19 +42,24 @@ std::string topoKey(const Topology& t) {
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
   if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
-    // Measured 2026-11-30 (benchmarks/results/2026-11-30-h200x2-v11/call8/sweep.txt), 2 x H200
-    // NV18, allreduce + add + RMSNorm, CUDA-graph replay, us per call, median of 7, max over
-    // ranks, bf16 and fp16 at hidden 4096 and 8192 (116 sizes), one-shot / two-shot:
-    //   bf16 8192:  1 MB 9.8 / 12.3, 1.5 MB 11.0 / 13.2, 2 MB 13.0 / 14.4, 3 MB 16.5 / 16.3,
-    //               4 MB 20.3 / 19.5, 5.9 MB 28.3 / 25.2, 8 MB 40.6 / 34.0
-    //   bf16 4096:  1 MB 7.9 / 8.5, 1.5 MB 10.6 / 9.2, 2 MB 12.4 / 11.6, 4 MB 21.2 / 18.4
-    // Since the Lamport two-shot (session 11) the crossover is near 180 rows rather than a size
-    // (1.5 MB at hidden 4096, 3 MB at 8192); one byte threshold at 2 MiB leaves Auto more than 5%
-    // off the faster strategy at 3 of the 116 sizes (hidden 4096: 181 rows bf16 16%, fp16 14%;
-    // 256 rows bf16 6.5%), against 9 with the old 6 MB one. The NCCL path is slower at every size
-    // (by 1.26x or more).
-    // (2026-11-29, before the Lamport two-shot: the one-shot led up to ~6 MB, `-v3/sweep.txt`.)
-    table.rules = {{2 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
+    // Measured 2026-11-30, 2 x H200 NV18, allreduce + add + RMSNorm, CUDA-graph replay, us per
+    // call, median of 7, max over ranks, one-shot / two-shot, by rows of the message:
+    //   rows of 8 KB (bf16 4096):   128 rows 7.9 / 8.5, 181: 10.6 / 9.2, 256: 12.4 / 11.6
+    //   rows of 16 KB (bf16 8192):  128 rows 13.0 / 14.4, 181: 16.5 / 16.3, 256: 20.3 / 19.5
+    //   rows of 32 KB (bf16 16384): 128 rows 21.1 / 32.0, 256: 40.5 / 42.0, 512: 79.8 / 69.8
+    //   rows of 32 KB (fp32 8192):  128 rows 19.2 / 24.7, 256: 37.7 / 35.0
+    //   rows of 64 KB (fp32 16384): 128 rows 36.4 / 42.5, 256: 72.9 / 69.1
+    // (8-16 KB rows: v11/call8/sweep, 116 sizes with fp16; 32-64 KB: v12/call3/sweep-new.)
+    // By bytes the crossover moves with the row width; by rows it barely does: the one-shot wins at
+    // 128 rows at every width, the two-shot from 181 rows at 8-16 KB rows and from 256 at 32-64 KB
+    // but one (bf16 16384, 4% off). The two-shot runs at most tokens / 2 blocks, so with few rows
+    // it leaves SMs and the link idle. Hence the two-shot from 160 tokens, and above 1 MiB (rows
+    // narrower than 8 KB were not measured; they stay on the one-shot up to 1 MiB). The 2 MiB byte
+    // rule of session 11 took the two-shot at 128 rows of 32-64 KB (1.2-1.5x slower) and the
+    // one-shot at 181-256 rows of 8 KB (1.07-1.16x slower). The NCCL path is slower at every size
+    // measured (by 1.26x or more).
+    table.rules = {{1 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
+    table.twoshot_min_tokens = 160;
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
   }
@@ -79,6 +84,7 @@ std::string formatTuning(const Topology& t, const AutoTable& table) {
     if (r.max_bytes == kAll) os << "max"; else os << r.max_bytes;
     os << " " << toString(r.strategy) << "\n";
   }
+  if (table.twoshot_min_tokens > 0) os << "twoshot-min-tokens " << table.twoshot_min_tokens << "\n";
   return os.str();
 }
 
@@ -150,6 +156,10 @@ Status parseTuning(const std::string& text, const std::string& source, const Top
       int w = 0;
       if (!(ls >> w) || w != t.world) return bad("measured for another world size (this group has " + std::to_string(t.world) + ")");
       world = true;
+    } else if (key == "twoshot-min-tokens") {
+      long long v = -1;
+      if (!(ls >> v) || v < 0) return bad("expected 'twoshot-min-tokens <tokens >= 0>'");
+      table.twoshot_min_tokens = v;
     } else if (key == "rule") {
       std::string size, strat;
       if (!(ls >> size >> strat)) return bad("expected 'rule <max_bytes|max> <oneshot|twoshot|nccl>'");
@@ -271,10 +281,16 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "auto: %" PRId64 " bytes -> %s by %s", bytes, toString(s), table->source.c_str());
     rule = buf;
-    // Never a two-shot with fewer than two rows per rank: it only adds a round trip.
+    // Never a two-shot with fewer than two rows per rank (it only adds a round trip), nor below
+    // the table's token floor where the one-shot can hold the row.
+    int b = 0, r = 0;
     if (s == Strategy::kTwoShot && shape.tokens < 2 * t.world) {
       s = Strategy::kOneShot;
       rule += "; tokens < 2*world: oneshot";
+    } else if (s == Strategy::kTwoShot && shape.tokens < table->twoshot_min_tokens &&
+               fusedGeometry(t, Strategy::kOneShot, shape, &b, &r, nullptr)) {
+      s = Strategy::kOneShot;
+      rule += "; tokens < " + std::to_string(table->twoshot_min_tokens) + ": oneshot";
     }
   }
   if (s == Strategy::kNccl && !t.has_nccl && t.world > 1) {

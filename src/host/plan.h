@@ -37,6 +37,10 @@ struct Rule {
 struct AutoTable {
   std::vector<Rule> rules;  // ascending max_bytes; the last one must cover everything
   std::string source;       // "built-in SM90/NVLink/2 ranks", or the tuning file path
+  // Auto takes the two-shot only from this many tokens on (below, the one-shot; 0: no floor but
+  // the plan's 2 x world). The two-shot runs at most tokens / world blocks, so with few rows it
+  // leaves SMs and the link idle whatever the row width (plan.cpp has the measurements).
+  int64_t twoshot_min_tokens = 0;
 };
 
 // The built-in table for this topology: measured for SM90 over NVLink at 2 ranks, conservative
