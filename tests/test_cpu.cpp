@@ -332,9 +332,19 @@ TEST(Plan, ReportsTheLamportKernelWhereItRuns) {
   EXPECT_TRUE(lamport(512, 8192, Strategy::kTwoShot, SyncMode::kGridDependency));   // R = 2
   EXPECT_TRUE(lamport(792, 8192, Strategy::kTwoShot, SyncMode::kGridDependency));   // R = 3: the largest
   EXPECT_FALSE(lamport(793, 8192, Strategy::kTwoShot, SyncMode::kGridDependency));  // R = 4: 256 KB + headers
-  EXPECT_FALSE(lamport(8192, 8192, Strategy::kTwoShot, SyncMode::kGridDependency)); // two units per block
+  EXPECT_FALSE(lamport(8192, 8192, Strategy::kTwoShot, SyncMode::kGridDependency)); // R = 16: 512 KB
   EXPECT_FALSE(lamport(512, 8192, Strategy::kTwoShot, SyncMode::kFlagBarrier));
   EXPECT_FALSE(lamport(4096, 8192, Strategy::kNccl, SyncMode::kGridDependency));
+  // More units than blocks, each fitting a Lamport region: the flag kernel (the Lamport two-shot
+  // runs unit b only). 4 blocks, 64 x 1024 bf16: R = 2, 16 units.
+  Topology small = t;
+  small.max_blocks = 4;
+  small.region_bytes = 8192;
+  const Plan many = planFor(small, Shape{64, 1024}, Strategy::kTwoShot, SyncMode::kGridDependency);
+  ASSERT_EQ(many.blocks, 4);
+  EXPECT_GT((64 + 2 * many.rows_per_step - 1) / (2 * many.rows_per_step), many.blocks);
+  EXPECT_GE(small.lamport_region_bytes, kLamportHeaderBytes + size_t(2) * many.rows_per_step * 2048);
+  EXPECT_FALSE(many.lamport);
   // Auto at 2 x H200 (GridDependency on SM90): a one-unit two-shot runs the Lamport kernel.
   const Plan a = planFor(t, Shape{512, 8192});
   EXPECT_EQ(a.strategy, Strategy::kTwoShot);
@@ -345,6 +355,8 @@ TEST(Plan, ForcedSyncAndStrategyAreHonoured) {
   const Plan p = planFor(h200Pair(), Shape{4096, 8192}, Strategy::kTwoShot, SyncMode::kFlagBarrier);
   EXPECT_EQ(p.strategy, Strategy::kTwoShot);
   EXPECT_EQ(p.sync_mode, SyncMode::kFlagBarrier);
+  // Auto's token floor does not touch a forced two-shot.
+  EXPECT_EQ(planFor(h200Pair(), Shape{128, 16384}, Strategy::kTwoShot, SyncMode::kAuto).strategy, Strategy::kTwoShot);
 }
 
 TEST(Plan, NeverTwoShotWithFewerThanTwoRowsPerRank) {

@@ -236,14 +236,15 @@ struct FaultPath {
 
 // Sets the path's strategy and sync mode and checks that a call of this shape runs the kernel the
 // path is about, so that a test of one wait loop cannot silently exercise another.
-std::string enterPath(RankCtx& ctx, const FaultPath& fp, int64_t tokens, int64_t hidden) {
+std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<arfusion::Shape> shapes) {
   if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
-  arfusion::Plan pl;
-  if (arfusion::plan(ctx.comm, arfusion::Shape{tokens, hidden, DType::kBFloat16}, &pl) != Status::kSuccess)
-    return arfusion::lastError();
-  if (pl.strategy != fp.strategy || pl.lamport != fp.lamport)
-    return std::string("the plan runs ") + arfusion::toString(pl.strategy) + (pl.lamport ? " (Lamport)" : " (flags)") +
-           ", not the path under test";
+  for (const arfusion::Shape& sh : shapes) {
+    arfusion::Plan pl;
+    if (arfusion::plan(ctx.comm, sh, &pl) != Status::kSuccess) return arfusion::lastError();
+    if (pl.strategy != fp.strategy || pl.lamport != fp.lamport)
+      return std::string("the plan runs ") + arfusion::toString(pl.strategy) + (pl.lamport ? " (Lamport)" : " (flags)") +
+             " at " + std::to_string(sh.tokens) + " x " + std::to_string(sh.hidden) + ", not the path under test";
+  }
   return "";
 }
 class Faults : public ::testing::TestWithParam<FaultPath> {};
@@ -254,7 +255,7 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";  // never arrives
     const int64_t T = 4, H = 1024;
-    if (std::string e = enterPath(ctx, fp, T, H); !e.empty()) return e;
+    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     void* buf = nullptr;
     cudaMalloc(&buf, T * H * 2 * 5);
     char* b = static_cast<char*>(buf);
@@ -291,7 +292,7 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     const int64_t T = 4, H = 1024;
-    if (std::string e = enterPath(ctx, fp, T, H); !e.empty()) return e;
+    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
     void* buf = nullptr;
     if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
@@ -330,7 +331,7 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
   const std::string err = runLocalGroup(2, testConfig(60), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";
     const int64_t T = 4, H = 1024;
-    if (std::string e = enterPath(ctx, fp, T, H); !e.empty()) return e;
+    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
     void* buf = nullptr;
     cudaMalloc(&buf, s * 5);
@@ -377,7 +378,13 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
   for (const Case& k : cases) {
     std::string skip;
     const std::string err = runLocalGroup(2, testConfig(1), 16, [fp, k](RankCtx& ctx) -> std::string {
-      if (std::string e = enterPath(ctx, fp, k.rank0.tokens, k.rank0.hidden); !e.empty()) return e;
+      // Both calls this rank makes run the path's kernel.
+      const Call& own = ctx.rank == 0 ? k.rank0 : k.rank1;
+      const auto opOf = [](const Call& c) { return c.norm ? arfusion::Op::kAllReduceAddRMSNorm : arfusion::Op::kAllReduceAdd; };
+      if (std::string e = enterPath(ctx, fp, {arfusion::Shape{k.rank0.tokens, k.rank0.hidden, k.rank0.dtype, opOf(k.rank0)},
+                                              arfusion::Shape{own.tokens, own.hidden, own.dtype, opOf(own)}});
+          !e.empty())
+        return e;
       const size_t s = 5 * 1032 * 2;  // bytes of the largest operand
       void* buf = nullptr;
       if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";

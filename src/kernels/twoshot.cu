@@ -185,7 +185,8 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 // Slot reuse: as the Lamport one-shot; a block writes slot e%2 of a peer again at epoch e+2, after
 // it received that peer's epoch e+1 data, which the peer pushed after its kernel of epoch e, whose
 // clears the kernel boundary ordered first. One unit per block, so no reuse inside a call.
-// Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (launchTwoShot).
+// Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (plan.cpp usesLamport):
+// a block runs only unit b, so a grid with more units would leave rows unwritten.
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport two-shot is a GridDependency kernel");
