@@ -2,6 +2,7 @@
 // plan decisions, tuning files, the arch policy.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -726,6 +727,31 @@ TEST(Tuning, TableFromMeasurementsPicksWinnersWithAMargin) {
   AutoTable back;
   ASSERT_EQ(parseTuning(formatTuning(h200Pair(), t), "f", h200Pair(), &back), Status::kSuccess) << lastError();
   EXPECT_EQ(back.rules.size(), t.rules.size());
+}
+
+// The two-shot's token floor from a sweep: 2 x H200 bf16, session 12 call 4 (us, one-shot /
+// two-shot per token count; benchmarks/results/2026-11-30-h200x2-v12/call4/sweep).
+TEST(Tuning, TokenFloorFromMeasuredSweeps) {
+  auto sweep = [](int64_t row_bytes, std::vector<std::array<double, 3>> v) {
+    std::vector<SizeTiming> m;
+    for (const auto& x : v) m.push_back({int64_t(x[0]) * row_bytes, x[1], x[2], 100.0, int64_t(x[0])});
+    return m;
+  };
+  const auto h8192 = sweep(16384, {{16, 6.5, 10.6}, {32, 7.7, 10.8}, {64, 10.0, 12.8}, {91, 11.1, 13.6},
+                                   {128, 12.9, 14.5}, {181, 17.1, 16.5}, {256, 20.1, 19.6}, {362, 28.6, 26.1},
+                                   {512, 40.4, 34.5}, {1024, 81.1, 70.0}, {2048, 163.2, 126.2}});
+  EXPECT_EQ(twoShotTokenFloor(h8192), 181);
+  const auto h16384 = sweep(32768, {{8, 10.9, 22.5}, {32, 11.0, 23.0}, {64, 16.3, 27.1}, {128, 21.3, 31.8},
+                                    {181, 32.5, 35.2}, {256, 40.2, 43.6}, {362, 63.0, 54.6}, {512, 78.8, 70.3},
+                                    {1024, 164.3, 127.8}});
+  EXPECT_EQ(twoShotTokenFloor(h16384), 362);
+  // The two-shot everywhere: no floor; the one-shot everywhere: past the largest measured count.
+  EXPECT_EQ(twoShotTokenFloor(sweep(16384, {{4, 9, 8}, {64, 12, 11}})), 0);
+  EXPECT_EQ(twoShotTokenFloor(sweep(16384, {{4, 8, 9}, {64, 11, 12}})), 65);
+  // What did not run, or has no token count, does not count.
+  const double nan = std::nan("");
+  EXPECT_EQ(twoShotTokenFloor({{8192, 5, nan, 9, 4}, {65536, 5, 9, 9, 0}}), 0);
+  EXPECT_EQ(twoShotTokenFloor(sweep(16384, {{4, 8, nan}, {64, 11, 12}, {128, 15, 13}})), 128);
 }
 
 TEST(Tuning, TableFromMeasurementsNeverTrustsWhatDidNotRun) {

@@ -1,7 +1,9 @@
 // arfusion-tune: measures one-shot, two-shot and the NCCL path on this machine's GPUs (one rank per
 // GPU, threads of this process) over a sweep of message sizes, under CUDA-graph replay, each time
 // the max over ranks, and writes a tuning file for ARFUSION_TUNING_FILE / Config::tuning_file.
-// A fused strategy wins a size only if it beats the NCCL path by more than --margin.
+// A fused strategy wins a size only if it beats the NCCL path by more than --margin. The file also
+// gets the token count from which the two-shot won (twoShotTokenFloor), which Auto applies at
+// every hidden size.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
     if (!rows.empty() && rows.back().bytes == tokens * row) continue;
     arfusion::detail::SizeTiming m;
     m.bytes = tokens * row;
+    m.tokens = tokens;
     auto us = [&](Path p) {
       const arfbench::Timing t = g.time(p, arfusion::Op::kAllReduceAddRMSNorm, dtype, tokens, hidden);
       return t.error.empty() ? t.us : std::nan("");
@@ -64,11 +67,14 @@ int main(int argc, char** argv) {
     rows.push_back(m);
   }
   const auto& topo = g.comm(0)->topo;
-  const arfusion::detail::AutoTable table = arfusion::detail::tableFromMeasurements(rows, margin, out);
+  arfusion::detail::AutoTable table = arfusion::detail::tableFromMeasurements(rows, margin, out);
+  // The rows from which the two-shot wins: a floor that also holds at other hidden sizes, where the
+  // byte rules alone would put the two-shot on a few wide rows (plan.cpp, session 12).
+  table.twoshot_min_tokens = arfusion::detail::twoShotTokenFloor(rows);
   const std::string text = arfusion::detail::formatTuning(topo, table);
   std::ofstream f(out);
   f << "# measured on " << g.deviceName() << " x " << n << ", hidden " << hidden << ", " << arfusion::toString(dtype)
-    << ", margin " << margin << "\n" << text;
+    << ", margin " << margin << "; twoshot-min-tokens: the token count from which the two-shot won\n" << text;
   if (!f) {
     std::fprintf(stderr, "arfusion-tune: cannot write %s\n", out.c_str());
     return 1;

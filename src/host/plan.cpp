@@ -117,6 +117,38 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
   return t;
 }
 
+int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
+  std::vector<const SizeTiming*> both;
+  for (const SizeTiming& m : sizes)
+    if (m.tokens > 0 && !std::isnan(m.us_oneshot) && !std::isnan(m.us_twoshot) && m.us_oneshot > 0 && m.us_twoshot > 0)
+      both.push_back(&m);
+  if (both.empty()) return 0;
+  std::vector<int64_t> candidates = {0};
+  int64_t most = 0;
+  for (const SizeTiming* m : both) {
+    candidates.push_back(m->tokens);
+    most = std::max(most, m->tokens);
+  }
+  candidates.push_back(most + 1);  // the one-shot everywhere
+  std::sort(candidates.begin(), candidates.end());
+  int64_t best_t = 0;
+  double best_cost = INFINITY;
+  for (int64_t t : candidates) {
+    double cost = 0;
+    for (const SizeTiming* m : both) {
+      const double pick = m->tokens >= t ? m->us_twoshot : m->us_oneshot;
+      cost += pick / std::min(m->us_oneshot, m->us_twoshot) - 1;
+    }
+    if (cost < best_cost) {  // strictly less: the smallest T among equals
+      best_cost = cost;
+      best_t = t;
+    }
+  }
+  int64_t fewest = most;
+  for (const SizeTiming* m : both) fewest = std::min(fewest, m->tokens);
+  return best_t <= fewest ? 0 : best_t;
+}
+
 Status parseTuning(const std::string& text, const std::string& source, const Topology& t, AutoTable* out) {
   std::istringstream in(text);
   std::string line;

@@ -60,12 +60,20 @@ std::string formatTuning(const Topology& topo, const AutoTable& table);
 struct SizeTiming {
   int64_t bytes = 0;
   double us_oneshot = 0, us_twoshot = 0, us_nccl = 0;
+  int64_t tokens = 0;  // rows of the measured message (0: unknown)
 };
 // Turns measurements into rules. A fused strategy is chosen for a size only if it beats the NCCL
 // path by more than `margin` (0.03: 3%); each rule ends at the last measured size it won, sizes
 // between two measurements go to the rule of the larger one, and everything above the largest
 // measured size takes the NCCL path. Adjacent rules with the same strategy are merged.
 AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, const std::string& source);
+// The token count from which the two-shot should be taken (AutoTable::twoshot_min_tokens): of the
+// sizes with tokens and both fused timings, the threshold T whose pick (two-shot at tokens >= T,
+// one-shot below) adds the least time over the faster fused strategy, summed as ratios; the
+// smallest such T. 0 when no floor helps (T at or below every measured token count). The one- and
+// two-shot cross near a row count rather than a size (plan.cpp), so a floor measured at one hidden
+// size keeps the two-shot off few wide rows at other hidden sizes.
+int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes);
 
 struct PlanInputs {
   Topology topo;
