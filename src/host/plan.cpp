@@ -124,10 +124,11 @@ int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
       both.push_back(&m);
   if (both.empty()) return 0;
   std::vector<int64_t> candidates = {0};
-  int64_t most = 0;
+  int64_t most = 0, fewest = INT64_MAX;
   for (const SizeTiming* m : both) {
     candidates.push_back(m->tokens);
     most = std::max(most, m->tokens);
+    fewest = std::min(fewest, m->tokens);
   }
   candidates.push_back(most + 1);  // the one-shot everywhere
   std::sort(candidates.begin(), candidates.end());
@@ -144,8 +145,6 @@ int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
       best_t = t;
     }
   }
-  int64_t fewest = most;
-  for (const SizeTiming* m : both) fewest = std::min(fewest, m->tokens);
   return best_t <= fewest ? 0 : best_t;
 }
 
