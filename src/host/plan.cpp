@@ -123,14 +123,16 @@ int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
     if (m.tokens > 0 && !std::isnan(m.us_oneshot) && !std::isnan(m.us_twoshot) && m.us_oneshot > 0 && m.us_twoshot > 0)
       both.push_back(&m);
   if (both.empty()) return 0;
-  std::vector<int64_t> candidates = {0};
+  // Candidates: every measured token count (the fewest: the two-shot everywhere) and one past the
+  // most (the one-shot everywhere).
+  std::vector<int64_t> candidates;
   int64_t most = 0, fewest = INT64_MAX;
   for (const SizeTiming* m : both) {
     candidates.push_back(m->tokens);
     most = std::max(most, m->tokens);
     fewest = std::min(fewest, m->tokens);
   }
-  candidates.push_back(most + 1);  // the one-shot everywhere
+  candidates.push_back(most + 1);
   std::sort(candidates.begin(), candidates.end());
   int64_t best_t = 0;
   double best_cost = INFINITY;
