@@ -151,6 +151,19 @@ TEST(Env, MalformedValuesAreErrorsNamingTheVariable) {
   }
 }
 
+// The two-shot split is a diagnostic switch outside Config (env.h): on unless "0", strict parsing.
+TEST(Env, TwoShotSplitIsOnUnlessZero) {
+  bool split = false;
+  ASSERT_EQ(twoShotSplitFromEnv(mapEnv({}), &split), Status::kSuccess);
+  EXPECT_TRUE(split);
+  ASSERT_EQ(twoShotSplitFromEnv(mapEnv({{"ARFUSION_TWO_SHOT_SPLIT", "0"}}), &split), Status::kSuccess);
+  EXPECT_FALSE(split);
+  ASSERT_EQ(twoShotSplitFromEnv(mapEnv({{"ARFUSION_TWO_SHOT_SPLIT", "1"}}), &split), Status::kSuccess);
+  EXPECT_TRUE(split);
+  EXPECT_EQ(twoShotSplitFromEnv(mapEnv({{"ARFUSION_TWO_SHOT_SPLIT", "off"}}), &split), Status::kInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("ARFUSION_TWO_SHOT_SPLIT"), std::string::npos) << lastError();
+}
+
 TEST(Env, EveryVariableIsListed) {
   EXPECT_GE(kNumEnvVars, 7);
   for (int i = 0; i < kNumEnvVars; ++i) EXPECT_EQ(std::string(kEnvVars[i].name).rfind("ARFUSION_", 0), 0u);
@@ -485,8 +498,9 @@ TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
 
 // A one-shot step never puts more than 128 KiB into a region, however large the region (it does not
 // overlap a block's push with its reduction: fewer, larger steps measured slower); the pipelined
-// two-shot takes steps as large as the region allows. Regions of a 256 MiB workspace here (the
-// Lamport area stays 32 MiB).
+// two-shot takes steps as large as the region allows for rows wider than 16 KB, and about 128 KiB
+// per peer and phase for narrower rows (the split steps 3-5 of twoshot.cu). Regions of a 256 MiB
+// workspace here (the Lamport area stays 32 MiB).
 TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
   Topology t = h200Pair();
   t.region_bytes = (size_t(224) << 20) / (132 * 2) / 16 * 16;  // ~890 KB
@@ -496,14 +510,35 @@ TEST(Plan, OneShotStepsStaySmallTwoShotStepsGrowWithTheRegion) {
   ASSERT_TRUE(fusedGeometry(t, Strategy::kOneShot, sh, &blocks, &rows, nullptr));
   EXPECT_LE(int64_t(rows) * 16384, 128 * 1024);
   EXPECT_GE(rows, 7);  // the 64 MiB workspace's steps, where it measured fastest
-  ASSERT_TRUE(fusedGeometry(t, Strategy::kTwoShot, sh, &blocks, &rows, nullptr));
-  EXPECT_GT(int64_t(rows) * 2 * 16384, 128 * 1024);
+  const Shape wide{8192, 16384, DType::kBFloat16};  // 32 KB rows: no split, the fewest steps
+  ASSERT_TRUE(fusedGeometry(t, Strategy::kTwoShot, wide, &blocks, &rows, nullptr));
+  EXPECT_EQ(rows, 11);  // 32 rows per block in 3 steps: a region holds 13 rows of R
   // A row wider than the cap still fuses, one row per step, where a region holds it (16 blocks).
   t.max_blocks = 16;
   t.region_bytes = (size_t(224) << 20) / (16 * 2) / 16 * 16;
   t.lamport_region_bytes = (size_t(32) << 20) / (16 * 2) / 16 * 16;
   ASSERT_TRUE(fusedGeometry(t, Strategy::kOneShot, Shape{4, 131072, DType::kBFloat16}, &blocks, &rows, nullptr));
   EXPECT_EQ(rows, 1);
+}
+
+// Two-shot steps of rows up to 16 KB hold about 128 KiB per peer and phase (plan.cpp: the
+// measured best once a block's peer-row epilogue overlaps its next step's push), never more rows
+// than the block has, and the same rows per step on every rank (a function of the shape).
+TEST(Plan, TwoShotStepsOfNarrowRowsHold128KiBPerPeer) {
+  Topology t = h200Pair();
+  t.region_bytes = (size_t(224) << 20) / (132 * 2) / 16 * 16;
+  t.lamport_region_bytes = (size_t(32) << 20) / (132 * 2) / 16 * 16;
+  auto rows = [&](int64_t tokens, int64_t hidden, DType d) {
+    int blocks = 0, r = 0;
+    EXPECT_TRUE(fusedGeometry(t, Strategy::kTwoShot, Shape{tokens, hidden, d}, &blocks, &r, nullptr));
+    return r;
+  };
+  EXPECT_EQ(rows(8192, 8192, DType::kBFloat16), 8);    // 4 steps of 8 rows (was 2 of 16)
+  EXPECT_EQ(rows(8192, 4096, DType::kBFloat16), 16);   // 2 steps of 16 (was 1 of 32)
+  EXPECT_EQ(rows(2048, 8192, DType::kBFloat16), 8);    // one step, unchanged
+  EXPECT_EQ(rows(8192, 4096, DType::kFloat32), 8);     // 16 KB rows
+  EXPECT_EQ(rows(8192, 16384, DType::kBFloat16), 11);  // 32 KB rows: only the region caps
+  EXPECT_EQ(rows(300, 8192, DType::kBFloat16), 2);     // few rows: what the block has
 }
 
 // The kernels index a step's rows in 32 bits (rows * 16-byte vectors, or rows * elements on the

@@ -227,11 +227,15 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 // ------------------------------------------------------------------ bounded waits
 // Every wait loop: the Lamport one-shot and the Lamport two-shot (GridDependency: at these shapes every
 // block has one unit, so the two-shot runs its Lamport kernel; enterPath checks it), the flag
-// one-shot and the flag two-shot (FlagBarrier).
+// one-shot and the flag two-shot (FlagBarrier), and the flag two-shot with several steps per block,
+// whose blocks wait for a step's sums on half their warps while the other half pushes the next
+// step (twoshot.cu, steps 3-5).
 struct FaultPath {
   arfusion::Strategy strategy;
   arfusion::SyncMode sync;
-  bool lamport;  // the kernel this path must run (Plan::lamport)
+  bool lamport;                // the kernel this path must run (Plan::lamport)
+  int64_t tokens = 4;          // of the calls at hidden 1024
+  bool several_steps = false;  // the plan must give its blocks more than one step
 };
 
 // Sets the path's strategy and sync mode and checks that a call of this shape runs the kernel the
@@ -241,9 +245,12 @@ std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<a
   for (const arfusion::Shape& sh : shapes) {
     arfusion::Plan pl;
     if (arfusion::plan(ctx.comm, sh, &pl) != Status::kSuccess) return arfusion::lastError();
-    if (pl.strategy != fp.strategy || pl.lamport != fp.lamport)
+    const int64_t per_unit = int64_t(pl.strategy == arfusion::Strategy::kTwoShot ? 2 : 1) * std::max(pl.rows_per_step, 1);
+    const bool several = (sh.tokens + per_unit - 1) / per_unit > pl.blocks;
+    if (pl.strategy != fp.strategy || pl.lamport != fp.lamport || several != fp.several_steps)
       return std::string("the plan runs ") + arfusion::toString(pl.strategy) + (pl.lamport ? " (Lamport)" : " (flags)") +
-             " at " + std::to_string(sh.tokens) + " x " + std::to_string(sh.hidden) + ", not the path under test";
+             (several ? " in several steps" : " in one step") + " at " + std::to_string(sh.tokens) + " x " +
+             std::to_string(sh.hidden) + ", not the path under test";
   }
   return "";
 }
@@ -254,7 +261,7 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";  // never arrives
-    const int64_t T = 4, H = 1024;
+    const int64_t T = fp.tokens, H = 1024;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     void* buf = nullptr;
     cudaMalloc(&buf, T * H * 2 * 5);
@@ -291,7 +298,7 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
   std::string skip;
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
-    const int64_t T = 4, H = 1024;
+    const int64_t T = fp.tokens, H = 1024;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
     void* buf = nullptr;
@@ -330,7 +337,7 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(60), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";
-    const int64_t T = 4, H = 1024;
+    const int64_t T = fp.tokens, H = 1024;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
     void* buf = nullptr;
@@ -371,10 +378,11 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
     const char* what;
     Call rank0, rank1;
   };
-  const Case cases[] = {{"hidden", {DType::kBFloat16, 4, 1024, true}, {DType::kBFloat16, 4, 1032, true}},
-                        {"dtype", {DType::kBFloat16, 4, 1024, true}, {DType::kFloat16, 4, 1024, true}},
-                        {"op", {DType::kBFloat16, 4, 1024, true}, {DType::kBFloat16, 4, 1024, false}},
-                        {"tokens", {DType::kBFloat16, 4, 1024, true}, {DType::kBFloat16, 5, 1024, true}}};
+  const int64_t T = fp.tokens;  // 4, or a count that takes several steps per block
+  const Case cases[] = {{"hidden", {DType::kBFloat16, T, 1024, true}, {DType::kBFloat16, T, 1032, true}},
+                        {"dtype", {DType::kBFloat16, T, 1024, true}, {DType::kFloat16, T, 1024, true}},
+                        {"op", {DType::kBFloat16, T, 1024, true}, {DType::kBFloat16, T, 1024, false}},
+                        {"tokens", {DType::kBFloat16, T, 1024, true}, {DType::kBFloat16, T + 1, 1024, true}}};
   for (const Case& k : cases) {
     std::string skip;
     const std::string err = runLocalGroup(2, testConfig(1), 16, [fp, k](RankCtx& ctx) -> std::string {
@@ -385,7 +393,7 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
                                               arfusion::Shape{own.tokens, own.hidden, own.dtype, opOf(own)}});
           !e.empty())
         return e;
-      const size_t s = 5 * 1032 * 2;  // bytes of the largest operand
+      const size_t s = size_t(fp.tokens + 1) * 1032 * 2;  // bytes of the largest operand
       void* buf = nullptr;
       if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
       cudaMemset(buf, 0x3c, s * 5);  // bf16 / fp16 values near 0.01 and 1.0
@@ -428,7 +436,8 @@ INSTANTIATE_TEST_SUITE_P(Paths, Faults,
                          ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency, true},
                                            FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier, false},
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency, true},
-                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false}));
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false, 4200, true}));
 
 // ------------------------------------------------------------------ the single-GPU kernel
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {

@@ -27,13 +27,16 @@ if has sanitize; then
   # lets a waiting rank time out) and the single-process tests whose kernels do not wait on a
   # peer at once (racecheck: the add-RMSNorm only). The creation-time self-check (timing loops that
   # take minutes under racecheck) is skipped where SAN_SELF_CHECK=0 (the default for racecheck).
-  # SAN_BLOCKS (default 8) caps the fused grid of the process test.
+  # SAN_BLOCKS (default 8) caps the fused grid of the process test. Racecheck runs with the
+  # two-shot's split off (ARFUSION_TWO_SHOT_SPLIT=0): it reports hazards across __syncthreads once
+  # named barriers ran, in a microtest too (docs/PERF-NOTES.md, session 14); memcheck, synccheck and
+  # initcheck run the split.
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     SAN="compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 --kernel-name-exclude kns=nccl --target-processes all"
     lim=${SAN_LIMIT_S:-150}; [ $tool = racecheck ] && lim=${SAN_RACE_LIMIT_S:-$lim}
     blocks=${SAN_BLOCKS:-8}; self_check=${SAN_SELF_CHECK:-1}
-    [ $tool = racecheck ] && self_check=${SAN_SELF_CHECK:-0}
-    ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=$self_check ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
+    split=1; [ $tool = racecheck ] && self_check=${SAN_SELF_CHECK:-0} && split=${SAN_SPLIT:-0}
+    ARFUSION_TWO_SHOT_SPLIT=$split ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=$self_check ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
       --gtest_filter='Processes.SanitizeSmallShapes' > "$OUT/sanitize-$tool-procs.log" 2>&1
     echo "compute-sanitizer $tool, processes: rc=$? $(grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize-$tool-procs.log" | tr '\n' ' ')"
     filter='ThreadsNccl2.BadInput*:AddRMSNorm.*'; [ $tool = racecheck ] && filter='AddRMSNorm.*'

@@ -108,6 +108,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
       c->config.tuning_file = c->tuning_file_storage.c_str();
     }
     if (c->config.read_env) ARF_TRY(applyEnv(processEnv(), &c->config, &c->tuning_file_storage));
+    ARF_TRY(twoShotSplitFromEnv(processEnv(), &c->two_shot_split));  // whatever read_env says (env.h)
     const Config& cfg = c->config;
     if (cfg.timeout_seconds <= 0 || !(cfg.timeout_seconds < 1e9))
       return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
@@ -320,6 +321,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   d.rank = c->rank;
   d.world = c->world;
   d.max_blocks = t.max_blocks;
+  d.two_shot_split = c->two_shot_split ? 1 : 0;
 
   // Auto table: the tuning file only if every rank loaded the same one.
   c->table = builtinTable(t);

@@ -16,6 +16,7 @@ const EnvVar kEnvVars[] = {
     {"ARFUSION_SELF_CHECK", "0|1: overrides Config::self_check"},
     {"ARFUSION_MAX_BLOCKS", "most blocks of a fused kernel (>= 0, 0 = SM count): overrides Config::max_blocks"},
     {"ARFUSION_LOG", "error|warn|info|debug: log level on stderr (default warn)"},
+    {"ARFUSION_TWO_SHOT_SPLIT", "0|1 (default 1): 0 runs the two-shot's steps 3-5 on the whole block, unsplit (same results, slower; for compute-sanitizer racecheck)"},
 };
 const int kNumEnvVars = sizeof(kEnvVars) / sizeof(kEnvVars[0]);
 
@@ -86,6 +87,15 @@ Status applyEnv(const EnvLookup& env, Config* c, std::string* tuning_file_storag
     if (!std::strcmp(v, "0")) c->self_check = false;
     else if (!std::strcmp(v, "1")) c->self_check = true;
     else return failf(Status::kInvalidArgument, "ARFUSION_SELF_CHECK='%s' is not 0 or 1", v);
+  }
+  return Status::kSuccess;
+}
+
+Status twoShotSplitFromEnv(const EnvLookup& env, bool* split) {
+  *split = true;
+  if (const char* v = env("ARFUSION_TWO_SHOT_SPLIT")) {
+    if (!std::strcmp(v, "0")) *split = false;
+    else if (std::strcmp(v, "1")) return failf(Status::kInvalidArgument, "ARFUSION_TWO_SHOT_SPLIT='%s' is not 0 or 1", v);
   }
   return Status::kSuccess;
 }

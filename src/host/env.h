@@ -26,6 +26,13 @@ extern const int kNumEnvVars;
 // never silently ignored. `tuning_file_storage` owns the string config->tuning_file points at.
 Status applyEnv(const EnvLookup& env, Config* config, std::string* tuning_file_storage);
 
+// ARFUSION_TWO_SHOT_SPLIT: a diagnostic switch, not a Config field, so commCreate reads it whatever
+// Config::read_env says (the sanitizer runs of tools/device_check.sh set it for tests that keep
+// read_env false). *split is true unless the variable is "0"; a value other than 0 or 1 is
+// kInvalidArgument. It changes how one block schedules its own steps, not what it signals or waits
+// for (twoshot.cu), so ranks may differ and still agree.
+Status twoShotSplitFromEnv(const EnvLookup& env, bool* split);
+
 bool parseStrategy(const char* text, Strategy* out);  // auto|oneshot|twoshot|nccl
 bool parseSyncMode(const char* text, SyncMode* out);  // auto|griddep|flag
 

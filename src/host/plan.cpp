@@ -31,6 +31,9 @@ constexpr int64_t kKiB = 1024, kMiB = 1024 * 1024;
 constexpr int64_t kAll = INT64_MAX;
 // Most bytes a one-shot step may put into one region (see fusedGeometry).
 constexpr int64_t kOneShotStepBytes = 128 * kKiB;
+// Most bytes of a two-shot step per peer and phase (R rows) for rows of at most 16 KB (fusedGeometry).
+constexpr int64_t kTwoShotStepBytes = 128 * kKiB;
+constexpr int64_t kTwoShotSplitRowBytes = 16 * kKiB;
 
 std::string topoKey(const Topology& t) {
   char buf[96];
@@ -259,6 +262,15 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   // 622 us at 7 rows per step, 705 us at 31 (docs/PERF-NOTES.md). A pipelined one-shot (session 5)
   // lost more than it gained: docs/PERF-NOTES.md, session 5, item 3.
   if (s == Strategy::kOneShot) r_max = std::min(r_max, std::max<int64_t>(1, kOneShotStepBytes / per_r));
+  // A two-shot block whose next step exists runs this step's peer-row epilogue on half its warps
+  // while the other half pushes the next step's reduce-scatter (twoshot.cu, steps 3-5), so the
+  // epilogue no longer leaves the link idle between steps and smaller steps pay: H200 pair, bf16,
+  // session 13, same run: 8192 x 8192 456 us at 16 rows per step (no split) -> 435 (split) -> 423-427
+  // at 8 rows; 8192 x 4096 246 at 32 rows -> 231 at 16, 236 at 11, 238 at 8; 2048 x 8192 126 at 8
+  // rows, 126 at 4, 134 at 3. Best at about 128 KiB per peer and phase, which is what the cap keeps.
+  // The split needs rows of at most two vectors per thread (16 KB); wider rows keep the fewest steps.
+  if (s == Strategy::kTwoShot && stride <= kTwoShotSplitRowBytes)
+    r_max = std::min(r_max, std::max<int64_t>(1, kTwoShotStepBytes / stride));
   const int64_t unit_rows = s == Strategy::kTwoShot ? n : 1;  // rows per unit per R
   const int64_t per_block = (shape.tokens + unit_rows * t.max_blocks - 1) / (unit_rows * t.max_blocks);
   // Steps per block when R is as large as a region allows, then the smallest R that still needs

@@ -47,6 +47,7 @@ struct DeviceComm {
   int rank;
   int world;
   int max_blocks;
+  int two_shot_split = 1;      // 1: the two-shot splits steps 3-5 between its warps (twoshot.cu); 0: whole block
 };
 
 // One call's tensors. `out` is norm_out (kAllReduceAddRMSNorm) or the allreduce output (kAllReduce).

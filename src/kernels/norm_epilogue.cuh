@@ -18,6 +18,7 @@
 #include <cub/warp/warp_reduce.cuh>
 
 #include "kernels.h"
+#include "sync.cuh"
 #include "vec.cuh"
 
 namespace arfusion::detail {
@@ -133,6 +134,73 @@ struct RowEpilogue {
           P o;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[k].v[e]) * scale * toFloat(g.v[e]));
+          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
+        }
+      }
+    }
+  }
+
+  // The row on half a block: threads t = 0 .. kThreads/2 - 1 of a group that synchronises on
+  // groupBarrier(barrier_id) (sync.cuh), while the other half of the block does something else.
+  // Thread t plays threads t and t + kThreads/2 of the full layout above: the same vectors, the
+  // same per-thread order of the sum of squares, the warp sums of warps w and w + kWarps/2 from the
+  // same lanes, added in warp order: the same bits as run() and the add-RMSNorm kernel. Rows of at
+  // most kThreads * kVpt vectors, all ops.
+  template <typename SumFn>
+  __device__ __forceinline__ static void runOnHalf(const RowArgs& a, int64_t row, Shared& sh, int t, int barrier_id,
+                                                   SumFn&& sumFn) {
+    constexpr int kHalf = kThreads / 2;
+    const int64_t nvec = a.hidden / VEC;
+    const int64_t base = row * a.hidden;
+    if (a.op == Op::kAllReduce) {
+      for (int64_t i = t; i < nvec; i += kHalf) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, sumFn(i));
+      return;
+    }
+    P ro[2][kVpt];
+    float ss[2] = {0.f, 0.f};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int k = 0; k < kVpt; ++k) {
+        const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
+        if (i < nvec) {
+          const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
+          const P s = sumFn(i);
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) {
+            ro[h][k].v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
+            const float z = toFloat(ro[h][k].v[e]);
+            ss[h] += z * z;
+          }
+          storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
+        }
+      }
+    }
+    if (a.op != Op::kAllReduceAddRMSNorm) return;
+    const int w = t / 32;
+    const float w0 = WarpReduce(sh.warp[w]).Sum(ss[0]);
+    const float w1 = WarpReduce(sh.warp[w + kWarps / 2]).Sum(ss[1]);
+    if (t % 32 == 0) {
+      sh.partial[w] = w0;
+      sh.partial[w + kWarps / 2] = w1;
+    }
+    groupBarrier(barrier_id, kHalf);
+    float total = sh.partial[0];
+#pragma unroll
+    for (int k = 1; k < kWarps; ++k) total += sh.partial[k];
+    groupBarrier(barrier_id, kHalf);  // the next row rewrites sh.partial
+    const float scale = rsqrtf(total / static_cast<float>(a.hidden) + a.eps);
+    const T* gamma = static_cast<const T*>(a.gamma);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int k = 0; k < kVpt; ++k) {
+        const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
+        if (i < nvec) {
+          const P g = loadPack<T, VEC>(gamma + i * VEC);
+          P o;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[h][k].v[e]) * scale * toFloat(g.v[e]));
           storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
         }
       }

@@ -126,16 +126,18 @@ __device__ __forceinline__ void storeToPeers(const DeviceComm& c, const Pack<T, 
   }
 }
 
+// The release store of step 2 by thread t < world-1, to the t-th peer. The caller has ordered the
+// payload stores of every thread that wrote some before it (a barrier those threads took part in).
+__device__ __forceinline__ void signalPeer(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig, int t) {
+  const int peer = t < c.rank ? t : t + 1;
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(*flagAddr(c.flags[peer], c.max_blocks, phase, block, c.rank));
+  flag.store((static_cast<uint64_t>(sig) << 32) | epoch, cuda::std::memory_order_release);
+}
+
 // Step 2 of the protocol. Call with every thread of the block, after the payload stores.
 __device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
   __syncthreads();
-  const int t = threadIdx.x;
-  if (t < c.world - 1) {
-    const int peer = t < c.rank ? t : t + 1;
-    cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
-        *flagAddr(c.flags[peer], c.max_blocks, phase, block, c.rank));
-    flag.store((static_cast<uint64_t>(sig) << 32) | epoch, cuda::std::memory_order_release);
-  }
+  if (threadIdx.x < unsigned(c.world - 1)) signalPeer(c, phase, block, epoch, sig, threadIdx.x);
 }
 
 // Records a failure in the host-mapped error word. Plain volatile stores, no atomics: PCIe
@@ -153,43 +155,55 @@ static __device__ __noinline__ void reportFailure(uint32_t* error, uint32_t code
   __threadfence_system();
 }
 
+// Step 3 of the protocol for the t-th peer (t < world-1), by one thread: spins until that peer's
+// flag reaches `epoch`. False if the peer timed out, sent another call's signature, or the
+// communicator was aborted (the failure is recorded).
+__device__ __forceinline__ bool waitPeer(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig, int t) {
+  const int peer = t < c.rank ? t : t + 1;
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(*flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
+  unsigned long long start = 0;
+  for (uint32_t polls = 1;; ++polls) {
+    // Poll relaxed; one acquire fence once the flag is seen (the PTX "acquire pattern"): an
+    // acquire load per poll would pay the fence on every iteration.
+    const uint64_t f = flag.load(cuda::std::memory_order_relaxed);
+    const uint32_t seen = static_cast<uint32_t>(f);
+    if (static_cast<int32_t>(seen - epoch) >= 0) {
+      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+      if (seen == epoch && static_cast<uint32_t>(f >> 32) != sig) {
+        reportFailure(c.error, kErrMismatch, block, peer, epoch);
+        return false;
+      }
+      return true;
+    }
+    if ((polls & 255u) == 0) {
+      const unsigned long long now = globalTimerNs();
+      if (start == 0) start = now;
+      const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
+      if (aborted || now - start > c.timeout_ns) {
+        reportFailure(c.error, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
+        return false;
+      }
+    }
+  }
+}
+
 // Step 3 of the protocol. Call with every thread of the block. Returns false (on every thread) if
 // any peer timed out, sent another call's signature, or the communicator was aborted; the caller
 // must then leave the kernel.
 __device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
-  const int t = threadIdx.x;
-  bool ok = true;
-  if (t < c.world - 1) {
-    const int peer = t < c.rank ? t : t + 1;
-    cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(
-        *flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
-    unsigned long long start = 0;
-    for (uint32_t polls = 1;; ++polls) {
-      // Poll relaxed; one acquire fence once the flag is seen (the PTX "acquire pattern"): an
-      // acquire load per poll would pay the fence on every iteration.
-      const uint64_t f = flag.load(cuda::std::memory_order_relaxed);
-      const uint32_t seen = static_cast<uint32_t>(f);
-      if (static_cast<int32_t>(seen - epoch) >= 0) {
-        cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
-        if (seen == epoch && static_cast<uint32_t>(f >> 32) != sig) {
-          reportFailure(c.error, kErrMismatch, block, peer, epoch);
-          ok = false;
-        }
-        break;
-      }
-      if ((polls & 255u) == 0) {
-        const unsigned long long now = globalTimerNs();
-        if (start == 0) start = now;
-        const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
-        if (aborted || now - start > c.timeout_ns) {
-          reportFailure(c.error, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
-          ok = false;
-          break;
-        }
-      }
-    }
-  }
+  const bool ok = threadIdx.x < unsigned(c.world - 1) ? waitPeer(c, phase, block, epoch, sig, threadIdx.x) : true;
   return __syncthreads_and(ok) != 0;
+}
+
+// A barrier of part of a block (PTX bar.sync with an id and a thread count, a multiple of 32), for
+// code where the block's warps split into groups that each synchronise among themselves. Id 0 is
+// __syncthreads(); each group uses its own id. The .aligned form, as __syncthreads(): every thread
+// of a warp executes it together, hence the __syncwarp() first (a group's warps may come from
+// divergent code, such as one lane's flag poll). No barrier.red on a named barrier (a flag's
+// verdict goes through shared memory instead): racecheck misreads it (docs/PERF-NOTES.md, 13-14).
+__device__ __forceinline__ void groupBarrier(int id, int threads) {
+  __syncwarp();
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 // ---- Lamport protocol -------------------------------------------------------------------------

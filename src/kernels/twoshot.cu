@@ -13,6 +13,21 @@
 //   3. RS(next unit, e+1): the next transfer leaves now and overlaps steps 4-5 (pipelining);
 //   4. wait phase 1 of e;
 //   5. run the RowEpilogue on every peer-owned row of the unit, from the gathered sums.
+//   Steps 3-5 split when a next unit exists (rows of at most two vectors per thread): warps 0-7
+//   push RS(e+1) and signal it, warps 8-15 wait for phase 1 and run step 5 (RowEpilogue::runOnHalf,
+//   the same bits), each half on its own barrier; the block joins before the next unit. One block
+//   cannot overlap its own epilogue and its push otherwise: an SM's store queue holds far less than
+//   a step, so a block that stops pushing leaves its share of the link idle, and all blocks reach
+//   step 5 together (a per-block %globaltimer trace, session 13: at 8192 x 8192, 31 us of peer-row
+//   epilogue per unit after the next unit's push had drained). With the split, smaller steps pay
+//   (plan.cpp caps a step at about 128 KiB per peer and phase): same-run A/Bs, H200 pair, bf16,
+//   sessions 13-14: 8192 x 8192 453-456 -> 423-432 us, 8192 x 4096 243-246 -> 231-236, plain
+//   allreduce 8192 x 8192 412-415 -> 402-405; one-step calls (2048 x 8192) are unchanged.
+//   The split changes when this block signals and waits, never what: the same flags and epochs in
+//   the same order per phase, so ranks with and without it agree. ARFUSION_TWO_SHOT_SPLIT=0 turns
+//   it off (env.h), for compute-sanitizer racecheck: it reports hazards across the __syncthreads of
+//   later block-wide exchanges once named barriers ran, in a small microtest too, with counts that
+//   vary between identical runs (docs/PERF-NOTES.md, session 14); synccheck and memcheck are clean.
 //   In steps 2 and 5, while a block works on row j, a few of its threads ask L2 for row j+1's
 //   sources and residual (one cp.async.bulk.prefetch per row and source, vec.cuh prefetchRowL2), so
 //   that each row's loads no longer wait on HBM one row at a time: 8192 x 8192 479-481 -> 458-459 us,
@@ -33,7 +48,8 @@
 //   - RS part of slot (e+1)%2 in p was last read by p's step 2 of e-1; p signals phase 0 of e
 //     (its step 3 of e-1) after that, and this rank writes RS(e+1) after waiting for it (step 1 of e).
 //   - AG part of slot (e+1)%2 in p was last read by p's step 5 of e-1; p signals phase 0 of e+1 in
-//     its step 3 of e, after that, and this rank writes AG(e+1) only after waiting for it.
+//     its step 3 of e, after that (split: the join of unit e-1 orders both halves first), and this
+//     rank writes AG(e+1) only after waiting for it.
 //   So no write lands in a part a peer still reads, and no block runs more than one epoch ahead.
 // Limits: 2 * (n-1) * R rows must fit one region (plan.cpp checks); G <= SM count (co-residency).
 //   Tokens < n, or not a multiple of n*R: owners of missing rows only take part in the flags.
@@ -67,11 +83,13 @@ __device__ __forceinline__ int partRows(int64_t tokens, int64_t first, int R) {
 
 // The reduce-scatter of the unit starting at row unit0: each peer's R owned rows go from the input
 // into this rank's part of `regionOf(peer)` (a region of that peer; sanitised for the Lamport
-// protocol). Push-loop index math in 32 bits (a 64-bit division is a long software routine): R
-// rows fit a region of at most 1 GiB (plan.cpp), so R * vectors per row < 2^31.
+// protocol), by threads tid = 0 .. threads-1. Push-loop index math in 32 bits (a 64-bit division
+// is a long software routine): R rows fit a region of at most 1 GiB (plan.cpp), so R * vectors per
+// row < 2^31.
 template <typename T, int VEC, bool kLamport, typename RegionOf>
 __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs& a, int64_t unit0, int R,
-                                             int64_t stride, RegionOf regionOf) {
+                                             int64_t stride, RegionOf regionOf, int tid = threadIdx.x,
+                                             int threads = kThreads) {
   const int n = c.world;
   const int nv32 = static_cast<int>(a.hidden / VEC);
   const T* in = static_cast<const T*>(a.input);
@@ -80,7 +98,7 @@ __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs&
     const int64_t first = unit0 + int64_t(peer) * R;
     const int rows = partRows(a.tokens, first, R);
     T* dst = regionOf(peer) + int64_t(senderIndex(c.rank, peer)) * R * stride;
-    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+    for (int idx = tid; idx < rows * nv32; idx += threads) {
       const int j = idx / nv32;
       const int i = idx - j * nv32;
       const Pack<T, VEC> v = loadPack<T, VEC>(in + (first + j) * a.hidden + i * VEC);
@@ -93,7 +111,13 @@ template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   using Epi = RowEpilogue<T, VEC, kVpt>;
   using P = Pack<T, VEC>;
+  // The split of steps 3-5 (header), in the kernels whose half-block epilogue fits the registers:
+  // two vectors per thread at most (bf16 16384-wide rows, kVpt 4, spilled 260 bytes).
+  constexpr bool kSplit = kVpt <= 2 || VEC == 1;
+  constexpr int kPushBarrier = 1, kFinishBarrier = 2;
   __shared__ typename Epi::Shared sh;
+  __shared__ int failed;  // the finishing half of a split block saw a wait fail
+  if (threadIdx.x == 0) failed = 0;
   gridDependencyWait<kSync>();
 
   const int b = blockIdx.x;
@@ -110,6 +134,28 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     pushToOwners<T, VEC, false>(c, a, u * n * R, R, stride,
                                 [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e)); });
     signalPeers(c, 0, b, e, a.sig);
+  };
+  // Step 5 for the peers' rows of the unit at unit0 (region: this rank's slot of its epoch), by
+  // the whole block (half = false) or by the finishing half of a split block (thread t, barrier 2).
+  auto finishPeerRows = [&](int64_t unit0, const T* region, bool half, int t) {
+    for (int d = 1; d < n; ++d) {
+      const int owner = (c.rank + d) % n;
+      const int64_t first = unit0 + int64_t(owner) * R;
+      const int rows = partRows(a.tokens, first, R);
+      const T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
+      for (int j = 0; j < rows; ++j) {
+        if (j + 1 < rows && t < 2)  // the next row's sum and residual into L2
+          prefetchRowL2<T, VEC>(t == 0 ? sums + (j + 1) * stride : residualRow<T>(a, first + j + 1), a.hidden);
+        auto sum = [&](int64_t i) { return loadPackCg<T, VEC>(sums + j * stride + i * VEC); };
+        if constexpr (kSplit) {
+          if (half) {
+            Epi::runOnHalf(a, first + j, sh, t, kFinishBarrier, sum);
+            continue;
+          }
+        }
+        Epi::run(a, first + j, sh, sum);
+      }
+    }
   };
 
   if (b < units) pushScatter(b, epoch + 1);
@@ -146,24 +192,35 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
       });
     }
     signalPeers(c, 1, b, epoch, a.sig);
+    const bool next = u + gridDim.x < units;
+    if (kSplit && c.two_shot_split && next && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
+      // 3-5 split: warps 0-7 push the next unit's reduce-scatter and signal it (barrier 1) while
+      // warps 8-15 wait for this unit's sums and finish the peers' rows (barrier 2).
+      constexpr int kHalf = kThreads / 2;
+      if (threadIdx.x < kHalf) {
+        const uint32_t e1 = epoch + 1;
+        pushToOwners<T, VEC, false>(c, a, (u + gridDim.x) * n * R, R, stride,
+                                    [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e1)); },
+                                    threadIdx.x, kHalf);
+        groupBarrier(kPushBarrier, kHalf);
+        if (threadIdx.x < unsigned(n - 1)) signalPeer(c, 0, b, e1, a.sig, threadIdx.x);
+      } else {
+        const int t = threadIdx.x - kHalf;
+        if (t < n - 1 && !waitPeer(c, 1, b, epoch, a.sig, t)) atomicOr(&failed, 1);
+        groupBarrier(kFinishBarrier, kHalf);  // after the polling lanes rejoined (groupBarrier)
+        if (failed == 0) finishPeerRows(unit0, region, true, t);  // written before barrier 2
+      }
+      __syncthreads();
+      if (failed) return;
+      continue;
+    }
     // 3. The next unit's reduce-scatter goes out now, so its transfer overlaps this unit's all-gather
-    // wait and peer epilogue (the header says why slot (epoch+1)%2's RS part is free here).
-    if (u + gridDim.x < units) pushScatter(u + gridDim.x, epoch + 1);
+    // wait (the header says why slot (epoch+1)%2's RS part is free here).
+    if (next) pushScatter(u + gridDim.x, epoch + 1);
     // 4. Wait for the gathered sums.
     if (!waitPeers(c, 1, b, epoch, a.sig)) return;
-
     // 5. Epilogue of the peers' rows from the gathered sums.
-    for (int d = 1; d < n; ++d) {
-      const int owner = (c.rank + d) % n;
-      const int64_t first = unit0 + int64_t(owner) * R;
-      const int rows = partRows(a.tokens, first, R);
-      const T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
-      for (int j = 0; j < rows; ++j) {
-        if (j + 1 < rows && threadIdx.x < 2)  // the next row's sum and residual into L2
-          prefetchRowL2<T, VEC>(threadIdx.x == 0 ? sums + (j + 1) * stride : residualRow<T>(a, first + j + 1), a.hidden);
-        Epi::run(a, first + j, sh, [&](int64_t i) { return loadPackCg<T, VEC>(sums + j * stride + i * VEC); });
-      }
-    }
+    finishPeerRows(unit0, region, false, threadIdx.x);
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
   gridDependencyTrigger<kSync>();
