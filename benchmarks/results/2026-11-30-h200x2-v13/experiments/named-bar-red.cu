@@ -1,4 +1,4 @@
-// NOT RUN (session 13): the next step of call6/named.cu. Does racecheck follow barrier.red with a
+// Written in session 13, run in session 14 call 1 (modes 0/1/2: 4/0/4 hazards, ../../2026-11-30-h200x2-v14/): the next step of call6/named.cu. Does racecheck follow barrier.red with a
 // non-zero id and a thread count, and a flag poll by one lane in front of it? The split steps of
 // twoShotKernel (split-steps-call7.patch) have both and racecheck reports hazards there; the
 // microtest without them is clean.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NOT RUN (written at the end of session 13): the first device call of the next session, from the
+# Written at the end of session 13, run as session 14 call 1 (benchmarks/results/2026-11-30-h200x2-v14/): the first device call of the next session, from the
 # repository root on the 2-GPU machine. Settles the racecheck report on the split two-shot
 # (README.md here, "Call 4-5"): the microtest with and without barrier.red, then the bar.red-free
 # patch under racecheck with line info, then (if clean) the GPU tests and a benchmark A/B against
