@@ -227,9 +227,10 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 // ------------------------------------------------------------------ bounded waits
 // Every wait loop: the Lamport one-shot and the Lamport two-shot (GridDependency: at these shapes every
 // block has one unit, so the two-shot runs its Lamport kernel; enterPath checks it), the flag
-// one-shot and the flag two-shot (FlagBarrier), and the flag two-shot with several steps per block,
-// whose blocks wait for a step's sums on half their warps while the other half pushes the next
-// step (twoshot.cu, steps 3-5).
+// one-shot and the flag two-shot (FlagBarrier), and the flag two-shot with several steps per block
+// (the kernel that splits steps 3-5, twoshot.cu). On that path too the peer fails every block's
+// first wait (phase 0 of step 1), so a failure seen by the split's waiting half is not exercised:
+// that needs a peer that stops between two steps of one call.
 struct FaultPath {
   arfusion::Strategy strategy;
   arfusion::SyncMode sync;

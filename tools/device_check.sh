@@ -38,7 +38,7 @@ if has sanitize; then
     split=1; [ $tool = racecheck ] && self_check=${SAN_SELF_CHECK:-0} && split=${SAN_SPLIT:-0}
     ARFUSION_TWO_SHOT_SPLIT=$split ARFTEST_SAN_BLOCKS=$blocks ARFTEST_SELF_CHECK=$self_check ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu_procs \
       --gtest_filter='Processes.SanitizeSmallShapes' > "$OUT/sanitize-$tool-procs.log" 2>&1
-    echo "compute-sanitizer $tool, processes: rc=$? $(grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize-$tool-procs.log" | tr '\n' ' ')"
+    echo "compute-sanitizer $tool, processes (ARFUSION_TWO_SHOT_SPLIT=$split): rc=$? $(grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize-$tool-procs.log" | tr '\n' ' ')"
     filter='ThreadsNccl2.BadInput*:AddRMSNorm.*'; [ $tool = racecheck ] && filter='AddRMSNorm.*'
     ARFTEST_TIMEOUT_S=${SAN_WAIT_S:-100} timeout $lim $SAN $B/tests/test_gpu --gtest_filter="$filter" > "$OUT/sanitize-$tool.log" 2>&1
     echo "compute-sanitizer $tool, threads ($filter): rc=$? $(grep -E '(ERROR|RACECHECK) SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"

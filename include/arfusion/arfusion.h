@@ -168,7 +168,8 @@ struct Config {
   // value over the ranks applies.
   int max_blocks = 0;
 
-  // Let ARFUSION_* environment variables override the fields above.
+  // Let ARFUSION_* environment variables override the fields above. (ARFUSION_TWO_SHOT_SPLIT, a
+  // diagnostic switch with no field here, is read either way; README, "Environment".)
   bool read_env = true;
 };
 

@@ -269,6 +269,9 @@ bool fusedGeometry(const Topology& t, Strategy s, const Shape& shape, int* block
   // at 8 rows; 8192 x 4096 246 at 32 rows -> 231 at 16, 236 at 11, 238 at 8; 2048 x 8192 126 at 8
   // rows, 126 at 4, 134 at 3. Best at about 128 KiB per peer and phase, which is what the cap keeps.
   // The split needs rows of at most two vectors per thread (16 KB); wider rows keep the fewest steps.
+  // The plan does not know whether a call takes the scalar path (odd hidden or misaligned pointers,
+  // api.cpp): there the kernel splits rows of at most 2048 elements only, and wider rows up to 16 KB
+  // get the small steps without the split (slower, unmeasured; the scalar path is a fallback).
   if (s == Strategy::kTwoShot && stride <= kTwoShotSplitRowBytes)
     r_max = std::min(r_max, std::max<int64_t>(1, kTwoShotStepBytes / stride));
   const int64_t unit_rows = s == Strategy::kTwoShot ? n : 1;  // rows per unit per R

@@ -13,7 +13,8 @@
 //   3. RS(next unit, e+1): the next transfer leaves now and overlaps steps 4-5 (pipelining);
 //   4. wait phase 1 of e;
 //   5. run the RowEpilogue on every peer-owned row of the unit, from the gathered sums.
-//   Steps 3-5 split when a next unit exists (rows of at most two vectors per thread): warps 0-7
+//   Steps 3-5 split when a next unit exists (rows of at most two vectors per thread, or of at most
+//   kThreads * 4 elements on the scalar path): warps 0-7
 //   push RS(e+1) and signal it, warps 8-15 wait for phase 1 and run step 5 (RowEpilogue::runOnHalf,
 //   the same bits), each half on its own barrier; the block joins before the next unit. One block
 //   cannot overlap its own epilogue and its push otherwise: an SM's store queue holds far less than
@@ -112,7 +113,8 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   using Epi = RowEpilogue<T, VEC, kVpt>;
   using P = Pack<T, VEC>;
   // The split of steps 3-5 (header), in the kernels whose half-block epilogue fits the registers:
-  // two vectors per thread at most (bf16 16384-wide rows, kVpt 4, spilled 260 bytes).
+  // two vectors per thread at most (bf16 16384-wide rows, kVpt 4, spilled 260 bytes), or the scalar
+  // path (VEC 1, kVpt 4: four scalars per thread).
   constexpr bool kSplit = kVpt <= 2 || VEC == 1;
   constexpr int kPushBarrier = 1, kFinishBarrier = 2;
   __shared__ typename Epi::Shared sh;
