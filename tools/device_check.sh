@@ -29,8 +29,8 @@ if has sanitize; then
   # take minutes under racecheck) is skipped where SAN_SELF_CHECK=0 (the default for racecheck).
   # SAN_BLOCKS (default 8) caps the fused grid of the process test. Racecheck runs with the
   # two-shot's split off (ARFUSION_TWO_SHOT_SPLIT=0): it reports hazards across __syncthreads once
-  # named barriers ran, in a microtest too (docs/PERF-NOTES.md, session 14); memcheck, synccheck and
-  # initcheck run the split.
+  # named barriers ran, in a microtest too (docs/PERF-NOTES.md, session 14; SAN_SPLIT=1 runs it
+  # with the split, to see that again); memcheck, synccheck and initcheck run the split.
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     SAN="compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no --print-limit 20 --kernel-name-exclude kns=nccl --target-processes all"
     lim=${SAN_LIMIT_S:-150}; [ $tool = racecheck ] && lim=${SAN_RACE_LIMIT_S:-$lim}
