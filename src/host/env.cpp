@@ -50,6 +50,13 @@ bool parseDouble(const char* t, double* out) {
   *out = v;
   return true;
 }
+// "0" or "1", nothing else.
+bool parseZeroOne(const char* t, bool* out) {
+  if (!std::strcmp(t, "0")) *out = false;
+  else if (!std::strcmp(t, "1")) *out = true;
+  else return false;
+  return true;
+}
 }  // namespace
 
 Status applyEnv(const EnvLookup& env, Config* c, std::string* tuning_file_storage) {
@@ -84,9 +91,8 @@ Status applyEnv(const EnvLookup& env, Config* c, std::string* tuning_file_storag
     c->tuning_file = tuning_file_storage->c_str();
   }
   if (const char* v = env("ARFUSION_SELF_CHECK")) {
-    if (!std::strcmp(v, "0")) c->self_check = false;
-    else if (!std::strcmp(v, "1")) c->self_check = true;
-    else return failf(Status::kInvalidArgument, "ARFUSION_SELF_CHECK='%s' is not 0 or 1", v);
+    if (!parseZeroOne(v, &c->self_check))
+      return failf(Status::kInvalidArgument, "ARFUSION_SELF_CHECK='%s' is not 0 or 1", v);
   }
   return Status::kSuccess;
 }
@@ -94,8 +100,8 @@ Status applyEnv(const EnvLookup& env, Config* c, std::string* tuning_file_storag
 Status twoShotSplitFromEnv(const EnvLookup& env, bool* split) {
   *split = true;
   if (const char* v = env("ARFUSION_TWO_SHOT_SPLIT")) {
-    if (!std::strcmp(v, "0")) *split = false;
-    else if (std::strcmp(v, "1")) return failf(Status::kInvalidArgument, "ARFUSION_TWO_SHOT_SPLIT='%s' is not 0 or 1", v);
+    if (!parseZeroOne(v, split))
+      return failf(Status::kInvalidArgument, "ARFUSION_TWO_SHOT_SPLIT='%s' is not 0 or 1", v);
   }
   return Status::kSuccess;
 }
