@@ -68,13 +68,7 @@ struct RowEpilogue {
     for (int64_t i = threadIdx.x; i < nvec; i += kThreads) {
       const P r = loadPack<T, VEC>(res_in + i * VEC);
       const P s = sumFn(i);
-      P ro;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) {
-        ro.v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
-        const float zz = toFloat(ro.v[e]);
-        ss += zz * zz;
-      }
+      const P ro = addResidual(s, r, ss);
       storePack<T, VEC>(res_out + i * VEC, ro);
     }
     if (!norm) return;
@@ -82,11 +76,7 @@ struct RowEpilogue {
     const T* gamma = static_cast<const T*>(a.gamma);
     for (int64_t i = threadIdx.x; i < nvec; i += kThreads) {
       const P zr = loadPack<T, VEC>(res_out + i * VEC);
-      const P g = loadPack<T, VEC>(gamma + i * VEC);
-      P o;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(zr.v[e]) * scale * toFloat(g.v[e]));
-      storePack<T, VEC>(out + i * VEC, o);
+      storePack<T, VEC>(out + i * VEC, normalized(zr, scale, loadPack<T, VEC>(gamma + i * VEC)));
     }
   }
 
@@ -113,13 +103,7 @@ struct RowEpilogue {
         const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
         if (k == 0 && (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)))
           g0 = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
-        const P s = sumFn(i);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) {
-          ro[k].v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
-          const float z = toFloat(ro[k].v[e]);
-          ss += z * z;
-        }
+        ro[k] = addResidual(sumFn(i), r, ss);
         storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
       }
     }
@@ -131,10 +115,7 @@ struct RowEpilogue {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
           const P g = k == 0 ? g0 : loadPack<T, VEC>(gamma + i * VEC);
-          P o;
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[k].v[e]) * scale * toFloat(g.v[e]));
-          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
+          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, g));
         }
       }
     }
@@ -165,13 +146,7 @@ struct RowEpilogue {
         const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
         if (i < nvec) {
           const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
-          const P s = sumFn(i);
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) {
-            ro[h][k].v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
-            const float z = toFloat(ro[h][k].v[e]);
-            ss[h] += z * z;
-          }
+          ro[h][k] = addResidual(sumFn(i), r, ss[h]);
           storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
         }
       }
@@ -197,17 +172,33 @@ struct RowEpilogue {
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P g = loadPack<T, VEC>(gamma + i * VEC);
-          P o;
-#pragma unroll
-          for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(ro[h][k].v[e]) * scale * toFloat(g.v[e]));
-          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
+          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[h][k], scale, loadPack<T, VEC>(gamma + i * VEC)));
         }
       }
     }
   }
 
  private:
+  // residual_out of one pack: z = T(sum + residual) per element; adds z^2 to ss in element order
+  // (every path's per-thread order, so every path gives the same bits).
+  __device__ __forceinline__ static P addResidual(const P& s, const P& r, float& ss) {
+    P z;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+      z.v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
+      const float f = toFloat(z.v[e]);
+      ss += f * f;
+    }
+    return z;
+  }
+  // norm_out of one pack: T(z * scale * gamma) per element.
+  __device__ __forceinline__ static P normalized(const P& z, float scale, const P& g) {
+    P o;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(toFloat(z.v[e]) * scale * toFloat(g.v[e]));
+    return o;
+  }
+
   // rsqrt(mean(z^2) + eps) of the row, on every thread. Leaves `sh` free for the next row.
   // The order of cub::BlockReduce (warp reductions, then warp 0's sum plus warps 1.. in order), so
   // the same bits; but every thread adds the warps' sums itself: two barriers per row instead of
