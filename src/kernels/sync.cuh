@@ -57,8 +57,9 @@
 // Sync modes (intra-rank, against the previous kernel on the stream)
 //   GridDependency: launched with programmatic stream serialization (PDL). The kernel calls
 //     cudaGridDependencySynchronize() before touching anything a previous kernel wrote (inputs,
-//     epochs, flags' meaning) and cudaTriggerProgrammaticLaunchCompletion() only after its last
-//     global write. Compiled only into kGridDependency kernels.
+//     epochs, flags' meaning) and cudaTriggerProgrammaticLaunchCompletion() only after the last
+//     global write of every thread of the block (a barrier, then the trigger: gridDependencyTrigger).
+//     Compiled only into kGridDependency kernels.
 //   FlagBarrier: plain launch; stream order does the same job. Contains no griddepcontrol at all
 //     (tests/check_ptx.py proves it for sm_120a).
 //   Cross-rank protocol per mode: the one-shot uses Lamport under GridDependency and the flag
@@ -89,9 +90,18 @@ __device__ __forceinline__ void gridDependencyWait() {
   if constexpr (kSync == SyncMode::kGridDependency) cudaGridDependencySynchronize();
 }
 
+// Call with every thread of the block, after its last global write. A block's first
+// griddepcontrol.launch_dependents is its trigger (later ones have no effect, PTX ISA), so the
+// barrier comes first: without it, a warp that finished early would let dependents launch while
+// other warps still write the outputs. (A dependent that honours the contract reads them only
+// after its own grid-dependency wait, which waits for this grid to complete; the barrier protects
+// the others.)
 template <SyncMode kSync>
 __device__ __forceinline__ void gridDependencyTrigger() {
-  if constexpr (kSync == SyncMode::kGridDependency) cudaTriggerProgrammaticLaunchCompletion();
+  if constexpr (kSync == SyncMode::kGridDependency) {
+    __syncthreads();
+    cudaTriggerProgrammaticLaunchCompletion();
+  }
 }
 
 __device__ __forceinline__ unsigned long long globalTimerNs() {
@@ -134,10 +144,12 @@ __device__ __forceinline__ void signalPeer(const DeviceComm& c, int phase, int b
   flag.store((static_cast<uint64_t>(sig) << 32) | epoch, cuda::std::memory_order_release);
 }
 
-// Step 2 of the protocol. Call with every thread of the block, after the payload stores.
-__device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
+// Step 2 of the protocol. Call with every thread of the block, after the payload stores. `send`
+// false (block-uniform; a test's fault injection only) takes the barrier but stores no flag.
+__device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig,
+                                            bool send = true) {
   __syncthreads();
-  if (threadIdx.x < unsigned(c.world - 1)) signalPeer(c, phase, block, epoch, sig, threadIdx.x);
+  if (send && threadIdx.x < unsigned(c.world - 1)) signalPeer(c, phase, block, epoch, sig, threadIdx.x);
 }
 
 // Records a failure in the host-mapped error word. Plain volatile stores, no atomics: PCIe
