@@ -229,8 +229,7 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 // block has one unit, so the two-shot runs its Lamport kernel; enterPath checks it), the flag
 // one-shot and the flag two-shot (FlagBarrier), and the flag two-shot with several steps per block
 // (the kernel that splits steps 3-5, twoshot.cu). On that path too the peer fails every block's
-// first wait (phase 0 of step 1), so a failure seen by the split's waiting half is not exercised:
-// that needs a peer that stops between two steps of one call.
+// first wait (phase 0 of step 1); SplitFault below fails the split's waiting half between two steps.
 struct FaultPath {
   arfusion::Strategy strategy;
   arfusion::SyncMode sync;
@@ -439,6 +438,71 @@ INSTANTIATE_TEST_SUITE_P(Paths, Faults,
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency, true},
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false},
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false, 4200, true}));
+
+// The split's waiting half failing between two steps of one call (twoshot.cu, steps 3-5): rank 1
+// never signals the all-gather of a unit after which its block has another one
+// (testing::skipAllGatherSignals), so rank 0's blocks pass step 1 of that unit, push the next
+// unit's reduce-scatter on one half and time out on the other, in the split's phase-1 wait; rank 1
+// then times out waiting for rank 0's next all-gather. Both ranks must report kTimeout within the
+// configured 0.5 s (give or take), the next call must report it too, and neither may report success
+// with poisoned (NaN) outputs. Both sync modes: at 4200 x 1024 each runs the flag two-shot with
+// several steps per block (enterPath checks it). The other fault tests fail a block's first wait.
+class SplitFault : public ::testing::TestWithParam<arfusion::SyncMode> {};
+
+TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
+  std::string skip;
+  const FaultPath fp{arfusion::Strategy::kTwoShot, GetParam(), false, 4200, true};
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
+    const int64_t T = fp.tokens, H = 1024;
+    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
+    const size_t s = T * H * 2;
+    void* buf = nullptr;
+    if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
+    char* b = static_cast<char*>(buf);
+    cudaMemset(b, 0x3c, s * 2);      // input, residual: bf16 0x3c3c, about 0.0115
+    cudaMemset(b + 2 * s, 0xff, s);  // residual_out poisoned (NaN)
+    cudaMemset(b + 3 * s, 0x3c, s);  // gamma
+    cudaMemset(b + 4 * s, 0xff, s);  // norm_out poisoned (NaN)
+    cudaDeviceSynchronize();
+    auto call = [&] {
+      return arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16,
+                                           1e-6f, ctx.stream);
+    };
+    std::string e;
+    // A clean call first: the hook, not the shape, makes the next one fail.
+    if (call() != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
+        arfusion::commGetAsyncError(ctx.comm) != Status::kSuccess)
+      e = std::string("the clean call failed: ") + arfusion::lastError();
+    if (e.empty() && ctx.rank == 1 && arfusion::testing::skipAllGatherSignals(ctx.comm, true) != Status::kSuccess)
+      e = std::string("skipAllGatherSignals: ") + arfusion::lastError();
+    if (e.empty()) {
+      cudaMemset(b + 2 * s, 0xff, s);
+      cudaMemset(b + 4 * s, 0xff, s);
+      cudaDeviceSynchronize();
+      const auto t0 = std::chrono::steady_clock::now();
+      if (call() != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+      cudaStreamSynchronize(ctx.stream);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const char* detail_ptr = nullptr;
+      const Status st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
+      const std::string detail = detail_ptr ? detail_ptr : "";
+      if (st != Status::kTimeout)
+        e = std::string("expected kTimeout, got ") + arfusion::statusString(st);
+      else if (secs < 0.4 || secs > 10)
+        e = "timed out after " + std::to_string(secs) + " s, configured 0.5 s";
+      else if (call() != Status::kTimeout)
+        e = "the next call did not report the timeout";
+      std::printf("split fault, rank %d: %s after %.2f s: %s\n", ctx.rank, arfusion::statusString(st), secs, detail.c_str());
+    }
+    cudaFree(buf);
+    return e.empty() ? e : "rank " + std::to_string(ctx.rank) + ": " + e;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(SyncModes, SplitFault,
+                         ::testing::Values(arfusion::SyncMode::kFlagBarrier, arfusion::SyncMode::kGridDependency));
 
 // ------------------------------------------------------------------ the single-GPU kernel
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {

@@ -294,5 +294,12 @@ Status createGroup(int world, const int* devices, const Config& config, std::vec
   return Status::kSuccess;
 }
 
+Status skipAllGatherSignals(Communicator* comm, bool on) {
+  detail::clearError();
+  if (!comm) return detail::fail(Status::kInvalidArgument, "skipAllGatherSignals: null communicator");
+  comm->dev.test_skip_ag_signal = on ? 1 : 0;
+  return Status::kSuccess;
+}
+
 }  // namespace testing
 }  // namespace arfusion

@@ -48,6 +48,10 @@ struct DeviceComm {
   int world;
   int max_blocks;
   int two_shot_split = 1;      // 1: the two-shot splits steps 3-5 between its warps (twoshot.cu); 0: whole block
+  // Test only (testing::skipAllGatherSignals): 1 makes the flag two-shot of this rank never signal
+  // phase 1 of a unit after which its block has another one, so that a peer's split waiting half
+  // fails between two steps of one call. 0 in every communicator the library hands out.
+  int test_skip_ag_signal = 0;
 };
 
 // One call's tensors. `out` is norm_out (kAllReduceAddRMSNorm) or the allreduce output (kAllReduce).

@@ -193,8 +193,8 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
         return s;
       });
     }
-    signalPeers(c, 1, b, epoch, a.sig);
     const bool next = u + gridDim.x < units;
+    signalPeers(c, 1, b, epoch, a.sig, !(c.test_skip_ag_signal && next));  // (the test hook: kernels.h)
     if (kSplit && c.two_shot_split && next && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
       // 3-5 split: warps 0-7 push the next unit's reduce-scatter and signal it (barrier 1) while
       // warps 8-15 wait for this unit's sums and finish the peers' rows (barrier 2).
