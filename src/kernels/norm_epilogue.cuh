@@ -33,7 +33,12 @@ namespace arfusion::detail {
 // vector alone costs ~4 registers, no spill, and took the one-shot at 1 x 4096 from 4.6 to 4.1-4.5 us
 // (H200 pair, session 5, same-run A/B of 2 runs each: bf16 4.6/4.6 -> 4.3/4.5, fp16 4.6/4.6 ->
 // 4.2/4.1; benchmarks/results/2026-11-30-h200x2-v5/experiments/pipelined-oneshot/table.txt).
-template <typename T, int VEC, int kVpt = kMaxVecPerThread>
+// kAllGammaEarly: with kVpt <= 2, every vector's gamma is loaded before sumFn, not the first only:
+// 4-8 more live registers, so only in the kernels that have them to spare (the one-shots and the
+// flag two-shot; the Lamport two-shot's bf16 kernel spilled 60 bytes with it). H200 pair, bf16,
+// session 15, same-call A/B of 3 runs: flag one-shot 128 x 8192 13.8-14.0 -> 13.6-13.7 us,
+// 1 x 8192 7.2-7.4 -> 7.1; Lamport one-shot 4 x 8192 6.5-6.6 -> 6.3; the rest within noise.
+template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
   using WarpReduce = cub::WarpReduce<float>;
@@ -92,7 +97,8 @@ struct RowEpilogue {
     // residual_out is kept as stored (T), not as fp32: half the registers, and z = float(ro) is
     // exactly what pass 2 of the wide path re-reads, so both paths give the same bits.
     P ro[kVpt];
-    P g0;  // gamma of the thread's first vector, loaded early (see the note above the struct)
+    constexpr int kEarly = kAllGammaEarly && kVpt <= 2 ? kVpt : 1;
+    P g[kEarly];  // gamma of the thread's first kEarly vectors, loaded early (the note above the struct)
     float ss = 0.f;
 #pragma unroll
     for (int k = 0; k < kVpt; ++k) {
@@ -101,8 +107,8 @@ struct RowEpilogue {
         // residual_in (and gamma of the first vector) first: the loads are in flight while sumFn
         // waits for the peers' data.
         const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
-        if (k == 0 && (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)))
-          g0 = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
+        if (k < kEarly && (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)))
+          g[k < kEarly ? k : 0] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
         ro[k] = addResidual(sumFn(i), r, ss);
         storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
       }
@@ -114,8 +120,8 @@ struct RowEpilogue {
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = threadIdx.x + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P g = k == 0 ? g0 : loadPack<T, VEC>(gamma + i * VEC);
-          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, g));
+          const P gk = k < kEarly ? g[k < kEarly ? k : 0] : loadPack<T, VEC>(gamma + i * VEC);
+          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, gk));
         }
       }
     }

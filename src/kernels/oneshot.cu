@@ -38,7 +38,7 @@ namespace {
 
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -93,7 +93,7 @@ template <typename T, int VEC, int kVpt, SyncMode kSync>
 // (H200 pair, session 4).
 __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
-  using Epi = RowEpilogue<T, VEC, kVpt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;

@@ -110,7 +110,7 @@ __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs&
 
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   // The split of steps 3-5 (header), in the kernels whose half-block epilogue fits the registers:
   // two vectors per thread at most (bf16 16384-wide rows, kVpt 4, spilled 260 bytes), or the scalar
