@@ -321,10 +321,12 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
     }
   }
 
+  // The outputs are written: dependents may launch (as the Lamport one-shot, before the header
+  // check and the epoch store).
+  gridDependencyTrigger<kSync>();
   // 4. Each peer's header: the same call? (As the Lamport one-shot.)
   headers.check(c, b, epoch, a.sig, &give_up);
   if (threadIdx.x == 0) c.epochs[b] = epoch;
-  gridDependencyTrigger<kSync>();
 }
 
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
