@@ -55,7 +55,9 @@ AutoTable builtinTable(const Topology& t) {
     // (8-16 KB rows: v11/call8/sweep, 116 sizes with fp16; 32-64 KB: v12/call3/sweep-new.)
     // By bytes the crossover moves with the row width; by rows it barely does: the one-shot wins at
     // 128 rows at every width, the two-shot from 181 rows at 8-16 KB rows and from 256 at 32-64 KB
-    // but one (bf16 16384, 4% off). The two-shot runs at most tokens / 2 blocks, so with few rows
+    // but one (bf16 16384, 4% off; 7-12% at 256 rows in session 15's sweeps, where fp32 8192, rows
+    // of the same 32 KB, and fp32 16384 favour the two-shot at 256 rows: no row-width rule fits
+    // all three). The two-shot runs at most tokens / 2 blocks, so with few rows
     // it leaves SMs and the link idle. Hence the two-shot from 160 tokens, and above 1 MiB (rows
     // narrower than 8 KB were not measured; they stay on the one-shot up to 1 MiB). The 2 MiB byte
     // rule of session 11 took the two-shot at 128 rows of 32-64 KB (1.2-1.5x slower) and the

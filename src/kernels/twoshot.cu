@@ -29,6 +29,9 @@
 //   it off (env.h), for compute-sanitizer racecheck: it reports hazards across the __syncthreads of
 //   later block-wide exchanges once named barriers ran, in a small microtest too, with counts that
 //   vary between identical runs (docs/PERF-NOTES.md, session 14); synccheck and memcheck are clean.
+//   A wait of the finishing half that fails is shared through the `failed` word and the whole block
+//   leaves after the join; tests/test_gpu.cpp SplitFault makes it fail there (a peer that skips
+//   its all-gather signals, testing::skipAllGatherSignals).
 //   In steps 2 and 5, while a block works on row j, a few of its threads ask L2 for row j+1's
 //   sources and residual (one cp.async.bulk.prefetch per row and source, vec.cuh prefetchRowL2), so
 //   that each row's loads no longer wait on HBM one row at a time: 8192 x 8192 479-481 -> 458-459 us,
