@@ -444,9 +444,11 @@ INSTANTIATE_TEST_SUITE_P(Paths, Faults,
 // (testing::skipAllGatherSignals), so rank 0's blocks pass step 1 of that unit, push the next
 // unit's reduce-scatter on one half and time out on the other, in the split's phase-1 wait; rank 1
 // then times out waiting for rank 0's next all-gather. Both ranks must report kTimeout within the
-// configured 0.5 s (give or take), the next call must report it too, and neither may report success
-// with poisoned (NaN) outputs. Both sync modes: at 4200 x 1024 each runs the flag two-shot with
-// several steps per block (enterPath checks it). The other fault tests fail a block's first wait.
+// configured 0.5 s (give or take) and the next call must report it too; a hook that did nothing
+// would let both succeed. Both sync modes: at 4200 x 1024 each runs the flag two-shot with several
+// steps per block (enterPath checks it), whose blocks split steps 3-5 unless
+// ARFUSION_TWO_SHOT_SPLIT=0 (then the same fault fails the whole-block wait; the test does not
+// tell the two apart). The other fault tests fail a block's first wait.
 class SplitFault : public ::testing::TestWithParam<arfusion::SyncMode> {};
 
 TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
@@ -480,7 +482,10 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
       cudaMemset(b + 4 * s, 0xff, s);
       cudaDeviceSynchronize();
       const auto t0 = std::chrono::steady_clock::now();
-      if (call() != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+      if (call() != Status::kSuccess) {
+        cudaFree(buf);
+        return std::string("launch: ") + arfusion::lastError();
+      }
       cudaStreamSynchronize(ctx.stream);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const char* detail_ptr = nullptr;

@@ -104,8 +104,8 @@ struct RowEpilogue {
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = threadIdx.x + int64_t(k) * kThreads;
       if (i < nvec) {
-        // residual_in (and gamma of the first vector) first: the loads are in flight while sumFn
-        // waits for the peers' data.
+        // residual_in (and gamma of the first kEarly vectors) first: the loads are in flight while
+        // sumFn waits for the peers' data.
         const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
         if (k < kEarly && (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)))
           g[k < kEarly ? k : 0] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
