@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-# A/B table of Google Benchmark JSON files: gbtable.py label=file [label=file ...]
+# A/B table of Google Benchmark JSON files (bench_arfusion --benchmark_out): gbtable.py label=file [label=file ...]
+# Repeating a label collects several runs into one cell; the last column is min(last label) / min(first label).
 import json, sys, collections
 runs = collections.OrderedDict()
 order = []
