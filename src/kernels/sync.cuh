@@ -98,9 +98,10 @@ __device__ __forceinline__ void gridDependencyWait() {
 // other warps still write the outputs, against the contract (the trigger follows every output
 // write of the block). The trigger carries no memory ordering: a dependent sees the outputs only
 // after its own grid-dependency wait, which waits for this grid to complete; what the barrier
-// buys is that no dependent starts before the block's writes were issued. It costs the plain allreduce, whose warps end unevenly, 0.2-0.4 us at 1-64 rows
-// (H200 pair, session 15: one-shot 1 x 4096 3.3 -> 3.5 us, two-shot 4.4 -> 4.8); the fused op's
-// warps end together at the norm's barriers (1 x 4096 4.3 either way).
+// buys is that no dependent starts before the block's writes were issued. It costs the plain
+// allreduce, whose warps end unevenly, 0.2-0.4 us at 1-64 rows (H200 pair, session 15: one-shot
+// 1 x 4096 3.3 -> 3.5 us, two-shot 4.4 -> 4.8); the fused op's warps end together at the norm's
+// barriers (1 x 4096 4.3 either way).
 template <SyncMode kSync>
 __device__ __forceinline__ void gridDependencyTrigger() {
   if constexpr (kSync == SyncMode::kGridDependency) {
