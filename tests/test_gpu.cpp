@@ -254,6 +254,20 @@ std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<a
   }
   return "";
 }
+// The five operands of a fault test's bf16 call, s bytes each, in one allocation (cudaFree it):
+// input and residual 0x3c3c (about 0.0115), residual_out and norm_out poisoned (NaN), gamma 0x3c3c.
+// Null if the allocation fails.
+char* faultOperands(size_t s) {
+  void* buf = nullptr;
+  if (cudaMalloc(&buf, s * 5) != cudaSuccess) return nullptr;
+  char* b = static_cast<char*>(buf);
+  cudaMemset(b, 0x3c, s * 2);      // input, residual
+  cudaMemset(b + 2 * s, 0xff, s);  // residual_out
+  cudaMemset(b + 3 * s, 0x3c, s);  // gamma
+  cudaMemset(b + 4 * s, 0xff, s);  // norm_out
+  cudaDeviceSynchronize();
+  return b;
+}
 class Faults : public ::testing::TestWithParam<FaultPath> {};
 
 TEST_P(Faults, APeerThatSkipsACallTimesOut) {
@@ -301,14 +315,8 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
     const int64_t T = fp.tokens, H = 1024;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
-    void* buf = nullptr;
-    if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
-    char* b = static_cast<char*>(buf);
-    cudaMemset(b, 0x3c, s * 2);         // input, residual: bf16 0x3c3c, about 0.0115
-    cudaMemset(b + 2 * s, 0xff, s);     // residual_out poisoned (NaN)
-    cudaMemset(b + 3 * s, 0x3c, s);     // gamma
-    cudaMemset(b + 4 * s, 0xff, s);     // norm_out poisoned (NaN)
-    cudaDeviceSynchronize();
+    char* b = faultOperands(s);
+    if (!b) return "cudaMalloc";
     if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // after rank 0 gave up
     Status st = arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
     if (st != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
@@ -325,7 +333,7 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
       if (nan) e = "rank 1 reported success with " + std::to_string(nan) + " NaN output elements";
     }
     std::printf("late peer, rank %d: %s\n", ctx.rank, arfusion::statusString(st));
-    cudaFree(buf);
+    cudaFree(b);
     return e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -458,14 +466,8 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
     const int64_t T = fp.tokens, H = 1024;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
-    void* buf = nullptr;
-    if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
-    char* b = static_cast<char*>(buf);
-    cudaMemset(b, 0x3c, s * 2);      // input, residual: bf16 0x3c3c, about 0.0115
-    cudaMemset(b + 2 * s, 0xff, s);  // residual_out poisoned (NaN)
-    cudaMemset(b + 3 * s, 0x3c, s);  // gamma
-    cudaMemset(b + 4 * s, 0xff, s);  // norm_out poisoned (NaN)
-    cudaDeviceSynchronize();
+    char* b = faultOperands(s);
+    if (!b) return "cudaMalloc";
     auto call = [&] {
       return arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16,
                                            1e-6f, ctx.stream);
@@ -483,7 +485,7 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
       cudaDeviceSynchronize();
       const auto t0 = std::chrono::steady_clock::now();
       if (call() != Status::kSuccess) {
-        cudaFree(buf);
+        cudaFree(b);
         return std::string("launch: ") + arfusion::lastError();
       }
       cudaStreamSynchronize(ctx.stream);
@@ -499,7 +501,7 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
         e = "the next call did not report the timeout";
       std::printf("split fault, rank %d: %s after %.2f s: %s\n", ctx.rank, arfusion::statusString(st), secs, detail.c_str());
     }
-    cudaFree(buf);
+    cudaFree(b);
     return e.empty() ? e : "rank " + std::to_string(ctx.rank) + ": " + e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
