@@ -92,7 +92,9 @@ std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, in
   arfusion::Plan p;
   if (arfusion::plan(comms_[0], arfusion::Shape{tokens, hidden, d, op}, &p) != arfusion::Status::kSuccess) return "?";
   std::string s = arfusion::toString(p.strategy);
-  if (p.strategy != arfusion::Strategy::kNccl) s += std::string("/") + arfusion::toString(p.sync_mode);
+  if (p.strategy == arfusion::Strategy::kNccl) return s;
+  s += std::string("/") + arfusion::toString(p.sync_mode) + " grid " + std::to_string(p.blocks) + " rows " +
+       std::to_string(p.rows_per_step);
   return s;
 }
 

@@ -134,11 +134,15 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   const int64_t units = (a.tokens + int64_t(n) * R - 1) / (int64_t(n) * R);
   uint32_t epoch = c.epochs[b];
 
-  // RS(u, e): each peer's rows of unit u go to that peer (slot e%2, RS part); signal phase 0.
-  auto pushScatter = [&](int64_t u, uint32_t e) {
+  // RS(u, e) by threads 0 .. threads-1: the whole block, or the pushing half of a split block (on
+  // barrier 1). Each peer's rows of unit u go to that peer (slot e%2, RS part); signal phase 0.
+  auto pushScatter = [&](int64_t u, uint32_t e, int threads) {
     pushToOwners<T, VEC, false>(c, a, u * n * R, R, stride,
-                                [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e)); });
-    signalPeers(c, 0, b, e, a.sig);
+                                [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e)); },
+                                threadIdx.x, threads);
+    if (threads == kThreads) __syncthreads();  // as signalPeers
+    else groupBarrier(kPushBarrier, threads);
+    if (threadIdx.x < unsigned(n - 1)) signalPeer(c, 0, b, e, a.sig, threadIdx.x);
   };
   // Step 5 for the peers' rows of the unit at unit0 (region: this rank's slot of its epoch), by
   // the whole block (half = false) or by the finishing half of a split block (thread t, barrier 2).
@@ -163,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     }
   };
 
-  if (b < units) pushScatter(b, epoch + 1);
+  if (b < units) pushScatter(b, epoch + 1, kThreads);
   for (int64_t u = b; u < units; u += gridDim.x) {
     ++epoch;
     const int64_t unit0 = u * n * R;
@@ -203,12 +207,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
       // warps 8-15 wait for this unit's sums and finish the peers' rows (barrier 2).
       constexpr int kHalf = kThreads / 2;
       if (threadIdx.x < kHalf) {
-        const uint32_t e1 = epoch + 1;
-        pushToOwners<T, VEC, false>(c, a, (u + gridDim.x) * n * R, R, stride,
-                                    [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e1)); },
-                                    threadIdx.x, kHalf);
-        groupBarrier(kPushBarrier, kHalf);
-        if (threadIdx.x < unsigned(n - 1)) signalPeer(c, 0, b, e1, a.sig, threadIdx.x);
+        pushScatter(u + gridDim.x, epoch + 1, kHalf);
       } else {
         const int t = threadIdx.x - kHalf;
         if (t < n - 1 && !waitPeer(c, 1, b, epoch, a.sig, t)) atomicOr(&failed, 1);
@@ -221,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     }
     // 3. The next unit's reduce-scatter goes out now, so its transfer overlaps this unit's all-gather
     // wait (the header says why slot (epoch+1)%2's RS part is free here).
-    if (next) pushScatter(u + gridDim.x, epoch + 1);
+    if (next) pushScatter(u + gridDim.x, epoch + 1, kThreads);
     // 4. Wait for the gathered sums.
     if (!waitPeers(c, 1, b, epoch, a.sig)) return;
     // 5. Epilogue of the peers' rows from the gathered sums.
