@@ -139,6 +139,7 @@ int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
   }
   candidates.push_back(most + 1);
   std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());  // sizes share token counts
   int64_t best_t = 0;
   double best_cost = INFINITY;
   for (int64_t t : candidates) {
