@@ -95,6 +95,7 @@ std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, in
   if (p.strategy == arfusion::Strategy::kNccl) return s;
   s += std::string("/") + arfusion::toString(p.sync_mode) + " grid " + std::to_string(p.blocks) + " rows " +
        std::to_string(p.rows_per_step);
+  if (p.row_blocks > 1) s += " row-blocks " + std::to_string(p.row_blocks);
   return s;
 }
 

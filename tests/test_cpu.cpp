@@ -365,6 +365,50 @@ TEST(Plan, ReportsTheLamportKernelWhereItRuns) {
   EXPECT_TRUE(a.lamport);
 }
 
+// Plan::row_blocks: the Lamport one-shot spreads each row of a small message over a cluster, on
+// the measured H200 pair only, where the clusters fit (Topology::row_clusters, set at creation).
+TEST(Plan, SmallMessagesSpreadRowsOverClustersOnTheMeasuredPair) {
+  Topology t = h200Pair();
+  t.row_clusters[2] = 66;
+  t.row_clusters[4] = 92;
+  auto rowBlocks = [&](const Topology& topo, int64_t tokens, int64_t hidden, DType d = DType::kBFloat16,
+                       SyncMode sync = SyncMode::kAuto) {
+    const Plan p = planFor(topo, Shape{tokens, hidden, d}, Strategy::kAuto, sync);
+    EXPECT_EQ(p.strategy, Strategy::kOneShot);
+    EXPECT_EQ(p.blocks, (p.row_blocks > 1 ? tokens : std::min<int64_t>(tokens, topo.max_blocks)) * p.row_blocks)
+        << tokens << " x " << hidden;
+    EXPECT_EQ(p.row_blocks, p.lamport ? oneShotRowBlocks(topo, Shape{tokens, hidden, d}, p.blocks / p.row_blocks, p.rows_per_step) : 1);
+    return p.row_blocks;
+  };
+  EXPECT_EQ(rowBlocks(t, 1, 4096), 4);    // 8 KB rows: 2 KB shares
+  EXPECT_EQ(rowBlocks(t, 16, 4096), 4);   // 128 KiB: the largest message
+  EXPECT_EQ(rowBlocks(t, 17, 4096), 1);
+  EXPECT_EQ(rowBlocks(t, 1, 8192), 4);
+  EXPECT_EQ(rowBlocks(t, 16, 8192), 1);   // 256 KiB: measured slower over clusters
+  EXPECT_EQ(rowBlocks(t, 1, 2048), 2);    // 4 KB rows: 2 shares of 2 KB
+  EXPECT_EQ(rowBlocks(t, 1, 1024), 1);    // 2 KB rows
+  EXPECT_EQ(rowBlocks(t, 2, 4096, DType::kFloat32), 4);
+  EXPECT_EQ(rowBlocks(t, 1, 4096, DType::kBFloat16, SyncMode::kFlagBarrier), 1);  // the flag kernel: one block
+  // Only as many clusters as are resident at once; then smaller ones.
+  Topology few = t;
+  few.row_clusters[4] = 2;
+  EXPECT_EQ(rowBlocks(few, 3, 4096), 2);
+  few.row_clusters[2] = 2;
+  EXPECT_EQ(rowBlocks(few, 3, 4096), 1);
+  Topology narrow = t;
+  narrow.max_blocks = 8;
+  EXPECT_EQ(rowBlocks(narrow, 3, 4096), 2);  // 12 blocks would not fit
+  // Unmeasured topologies keep one block per row.
+  Topology blackwell = t;
+  blackwell.cc_major = 10;
+  EXPECT_EQ(rowBlocks(blackwell, 1, 4096), 1);
+  Topology three = t;
+  three.world = 3;
+  EXPECT_EQ(rowBlocks(three, 1, 4096), 1);
+  Topology unknown = h200Pair();  // no clusters known
+  EXPECT_EQ(rowBlocks(unknown, 1, 4096), 1);
+}
+
 TEST(Plan, ForcedSyncAndStrategyAreHonoured) {
   const Plan p = planFor(h200Pair(), Shape{4096, 8192}, Strategy::kTwoShot, SyncMode::kFlagBarrier);
   EXPECT_EQ(p.strategy, Strategy::kTwoShot);

@@ -94,9 +94,9 @@ TEST(Loading, CommCreateLoadsEveryKernel) {
       return cudaSuccess;
     });
     if (walked != cudaSuccess) return "walking the kernels failed";
-    // One-shot and two-shot: 3 dtypes x 4 variants x 2 sync modes each; the Lamport two-shot 3 x 4;
-    // add-RMSNorm 18; self-check 1.
-    if (kernels.size() < 79) return "only " + std::to_string(kernels.size()) + " kernels listed";
+    // One-shot and two-shot: 3 dtypes x 4 variants x 2 sync modes each; the one-shot's cluster
+    // kernels 3 x 4; the Lamport two-shot 3 x 4; add-RMSNorm 18; self-check 1.
+    if (kernels.size() < 91) return "only " + std::to_string(kernels.size()) + " kernels listed";
     int unloaded = 0;
     for (const void* k : kernels) {
       bool loaded = false;
@@ -228,14 +228,18 @@ TEST(Sanitize, SmallShapesTwoRanks) {
 // Every wait loop: the Lamport one-shot and the Lamport two-shot (GridDependency: at these shapes every
 // block has one unit, so the two-shot runs its Lamport kernel; enterPath checks it), the flag
 // one-shot and the flag two-shot (FlagBarrier), and the flag two-shot with several steps per block
-// (the kernel that splits steps 3-5, twoshot.cu). On that path too the peer fails every block's
-// first wait (phase 0 of step 1); SplitFault below fails the split's waiting half between two steps.
+// (the kernel that splits steps 3-5, twoshot.cu), and the Lamport one-shot over clusters (one
+// 4096-wide row on 4 blocks, Plan::row_blocks, whose blocks meet at the norm). On the split path
+// too the peer fails every block's first wait (phase 0 of step 1); SplitFault below fails the
+// split's waiting half between two steps.
 struct FaultPath {
   arfusion::Strategy strategy;
   arfusion::SyncMode sync;
   bool lamport;                // the kernel this path must run (Plan::lamport)
-  int64_t tokens = 4;          // of the calls at hidden 1024
+  int64_t tokens = 4;          // of the calls
   bool several_steps = false;  // the plan must give its blocks more than one step
+  int64_t hidden = 1024;
+  int row_blocks = 1;          // the plan must spread each row over this many blocks
 };
 
 // Sets the path's strategy and sync mode and checks that a call of this shape runs the kernel the
@@ -246,11 +250,11 @@ std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<a
     arfusion::Plan pl;
     if (arfusion::plan(ctx.comm, sh, &pl) != Status::kSuccess) return arfusion::lastError();
     const int64_t per_unit = int64_t(pl.strategy == arfusion::Strategy::kTwoShot ? 2 : 1) * std::max(pl.rows_per_step, 1);
-    const bool several = (sh.tokens + per_unit - 1) / per_unit > pl.blocks;
-    if (pl.strategy != fp.strategy || pl.lamport != fp.lamport || several != fp.several_steps)
+    const bool several = (sh.tokens + per_unit - 1) / per_unit > pl.blocks / pl.row_blocks;
+    if (pl.strategy != fp.strategy || pl.lamport != fp.lamport || several != fp.several_steps || pl.row_blocks != fp.row_blocks)
       return std::string("the plan runs ") + arfusion::toString(pl.strategy) + (pl.lamport ? " (Lamport)" : " (flags)") +
-             (several ? " in several steps" : " in one step") + " at " + std::to_string(sh.tokens) + " x " +
-             std::to_string(sh.hidden) + ", not the path under test";
+             (several ? " in several steps" : " in one step") + " on " + std::to_string(pl.row_blocks) + " block(s) per row at " +
+             std::to_string(sh.tokens) + " x " + std::to_string(sh.hidden) + ", not the path under test";
   }
   return "";
 }
@@ -268,6 +272,24 @@ char* faultOperands(size_t s) {
   cudaDeviceSynchronize();
   return b;
 }
+// The verdict on a call that must time out under testConfig(0.5): call() launches it; it must
+// launch, report kTimeout after about the configured 0.5 s, and the next call must report it too.
+// `what` names the case in the printed line.
+std::string timesOutAsConfigured(RankCtx& ctx, const std::function<Status()>& call, const std::string& what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (call() != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+  cudaStreamSynchronize(ctx.stream);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const char* detail_ptr = nullptr;
+  const Status st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
+  const std::string detail = detail_ptr ? detail_ptr : "";
+  std::printf("%s, rank %d: %s after %.2f s: %s\n", what.c_str(), ctx.rank, arfusion::statusString(st), secs, detail.c_str());
+  if (st != Status::kTimeout) return std::string("expected kTimeout, got ") + arfusion::statusString(st);
+  if (secs < 0.4 || secs > 10) return "timed out after " + std::to_string(secs) + " s, configured 0.5 s";
+  if (call() != Status::kTimeout) return "the next call did not report the timeout";
+  return "";
+}
+
 class Faults : public ::testing::TestWithParam<FaultPath> {};
 
 TEST_P(Faults, APeerThatSkipsACallTimesOut) {
@@ -275,29 +297,16 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";  // never arrives
-    const int64_t T = fp.tokens, H = 1024;
+    const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    void* buf = nullptr;
-    cudaMalloc(&buf, T * H * 2 * 5);
-    char* b = static_cast<char*>(buf);
     const size_t s = T * H * 2;
-    cudaMemset(buf, 0, s * 5);
-    const auto t0 = std::chrono::steady_clock::now();
-    Status st = arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
-    if (st != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
-    cudaStreamSynchronize(ctx.stream);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const char* detail_ptr = nullptr;
-    st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
-    const std::string detail = detail_ptr ? detail_ptr : "";
-    std::string err;
-    if (st != Status::kTimeout) err = std::string("expected kTimeout, got ") + arfusion::statusString(st);
-    else if (secs < 0.4 || secs > 10) err = "timed out after " + std::to_string(secs) + " s, configured 0.5 s";
-    else if (arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream) != Status::kTimeout)
-      err = "the next call did not report the timeout";
-    std::printf("timeout reported after %.2f s: %s\n", secs, detail.c_str());
-    cudaFree(buf);
-    return err;
+    char* b = faultOperands(s);
+    if (!b) return "cudaMalloc";
+    const std::string e = timesOutAsConfigured(ctx, [&] {
+      return arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
+    }, "peer skips a call");
+    cudaFree(b);
+    return e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
@@ -312,7 +321,7 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
   std::string skip;
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
-    const int64_t T = fp.tokens, H = 1024;
+    const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
     char* b = faultOperands(s);
@@ -345,13 +354,11 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(60), 16, [fp](RankCtx& ctx) -> std::string {
     if (ctx.rank == 1) return "";
-    const int64_t T = fp.tokens, H = 1024;
+    const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
     const size_t s = T * H * 2;
-    void* buf = nullptr;
-    cudaMalloc(&buf, s * 5);
-    cudaMemset(buf, 0, s * 5);
-    char* b = static_cast<char*>(buf);
+    char* b = faultOperands(s);
+    if (!b) return "cudaMalloc";
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       arfusion::commAbort(ctx.comm);
@@ -361,7 +368,7 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
     cudaStreamSynchronize(ctx.stream);
     aborter.join();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    cudaFree(buf);
+    cudaFree(b);
     if (secs > 10) return "abort took " + std::to_string(secs) + " s";
     if (arfusion::commGetAsyncError(ctx.comm) != Status::kAborted) return "expected kAborted";
     return "";
@@ -386,11 +393,11 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
     const char* what;
     Call rank0, rank1;
   };
-  const int64_t T = fp.tokens;  // 4, or a count that takes several steps per block
-  const Case cases[] = {{"hidden", {DType::kBFloat16, T, 1024, true}, {DType::kBFloat16, T, 1032, true}},
-                        {"dtype", {DType::kBFloat16, T, 1024, true}, {DType::kFloat16, T, 1024, true}},
-                        {"op", {DType::kBFloat16, T, 1024, true}, {DType::kBFloat16, T, 1024, false}},
-                        {"tokens", {DType::kBFloat16, T, 1024, true}, {DType::kBFloat16, T + 1, 1024, true}}};
+  const int64_t T = fp.tokens, H = fp.hidden;  // 4 x 1024, a count that takes several steps, or one row over a cluster
+  const Case cases[] = {{"hidden", {DType::kBFloat16, T, H, true}, {DType::kBFloat16, T, H + 8, true}},
+                        {"dtype", {DType::kBFloat16, T, H, true}, {DType::kFloat16, T, H, true}},
+                        {"op", {DType::kBFloat16, T, H, true}, {DType::kBFloat16, T, H, false}},
+                        {"tokens", {DType::kBFloat16, T, H, true}, {DType::kBFloat16, T + 1, H, true}}};
   for (const Case& k : cases) {
     std::string skip;
     const std::string err = runLocalGroup(2, testConfig(1), 16, [fp, k](RankCtx& ctx) -> std::string {
@@ -401,7 +408,7 @@ TEST_P(Faults, RanksPairingDifferentCallsFailWithMismatch) {
                                               arfusion::Shape{own.tokens, own.hidden, own.dtype, opOf(own)}});
           !e.empty())
         return e;
-      const size_t s = size_t(fp.tokens + 1) * 1032 * 2;  // bytes of the largest operand
+      const size_t s = size_t(fp.tokens + 1) * (fp.hidden + 8) * 2;  // bytes of the largest operand
       void* buf = nullptr;
       if (cudaMalloc(&buf, s * 5) != cudaSuccess) return "cudaMalloc";
       cudaMemset(buf, 0x3c, s * 5);  // bf16 / fp16 values near 0.01 and 1.0
@@ -445,7 +452,8 @@ INSTANTIATE_TEST_SUITE_P(Paths, Faults,
                                            FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier, false},
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kGridDependency, true},
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false},
-                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false, 4200, true}));
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false, 4200, true},
+                                           FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency, true, 1, false, 4096, 4}));
 
 // The split's waiting half failing between two steps of one call (twoshot.cu, steps 3-5): rank 1
 // never signals the all-gather of a unit after which its block has another one
@@ -483,23 +491,7 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
       cudaMemset(b + 2 * s, 0xff, s);
       cudaMemset(b + 4 * s, 0xff, s);
       cudaDeviceSynchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      if (call() != Status::kSuccess) {
-        cudaFree(b);
-        return std::string("launch: ") + arfusion::lastError();
-      }
-      cudaStreamSynchronize(ctx.stream);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const char* detail_ptr = nullptr;
-      const Status st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
-      const std::string detail = detail_ptr ? detail_ptr : "";
-      if (st != Status::kTimeout)
-        e = std::string("expected kTimeout, got ") + arfusion::statusString(st);
-      else if (secs < 0.4 || secs > 10)
-        e = "timed out after " + std::to_string(secs) + " s, configured 0.5 s";
-      else if (call() != Status::kTimeout)
-        e = "the next call did not report the timeout";
-      std::printf("split fault, rank %d: %s after %.2f s: %s\n", ctx.rank, arfusion::statusString(st), secs, detail.c_str());
+      e = timesOutAsConfigured(ctx, call, "split fault");
     }
     cudaFree(b);
     return e.empty() ? e : "rank " + std::to_string(ctx.rank) + ": " + e;

@@ -62,10 +62,19 @@ TEST(Processes, SanitizeSmallShapes) {
   cfg.read_env = false;
   RankCtx ctx = g_ctx;
   ASSERT_EQ(arfusion::commCreate(ctx.nccl, cfg, &ctx.comm), arfusion::Status::kSuccess) << arfusion::lastError();
+  if (cfg.max_blocks >= 8) {  // the last case below must run the cluster kernel
+    arfusion::Plan pl;
+    ASSERT_EQ(arfusion::commSetStrategy(ctx.comm, arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency), arfusion::Status::kSuccess);
+    ASSERT_EQ(arfusion::plan(ctx.comm, arfusion::Shape{2, 4096}, &pl), arfusion::Status::kSuccess) << arfusion::lastError();
+    EXPECT_EQ(pl.row_blocks, 4) << pl.reason;
+    ASSERT_EQ(arfusion::commSetStrategy(ctx.comm, arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto), arfusion::Status::kSuccess);
+  }
   for (const ShapeCase& c : {ShapeCase{arfusion::DType::kBFloat16, 3, 1024, 61, true},
                              ShapeCase{arfusion::DType::kFloat32, 17, 2880, 62},
                              ShapeCase{arfusion::DType::kFloat16, 5, 1000, 63, false, true},
-                             ShapeCase{arfusion::DType::kBFloat16, 300, 1024, 64}})
+                             ShapeCase{arfusion::DType::kBFloat16, 300, 1024, 64},
+                             // the Lamport one-shot over clusters: 2 rows of 4 blocks (Plan::row_blocks)
+                             ShapeCase{arfusion::DType::kBFloat16, 2, 4096, 65, true}})
     EXPECT_EQ(scenarioShape(ctx, c), "");
   arfusion::commDestroy(ctx.comm);
 }

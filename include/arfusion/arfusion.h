@@ -229,6 +229,9 @@ struct Plan {
   // its own ready flag (every GridDependency one-shot; a GridDependency two-shot whose blocks take
   // one step each and whose step fits a Lamport region), false for the flag-barrier kernels.
   bool lamport = false;
+  // Blocks that share each row (a thread block cluster, each block pushing and polling its share
+  // of the row's vectors); 1: one block per row. Only the Lamport one-shot at few tokens uses more.
+  int row_blocks = 1;
   char reason[256] = {};   // why: which rule or table entry applied
 };
 

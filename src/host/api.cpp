@@ -108,6 +108,8 @@ Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, cons
   // Recomputed rather than read from the plan: the self-check runs one plan in both sync modes.
   launch.lamport = detail::usesLamport(topo, Shape{a.tokens, a.hidden, dtype, a.op}, plan.strategy, plan.sync_mode,
                                        plan.blocks, plan.rows_per_step);
+  // (A flag kernel given a plan's larger grid leaves the blocks without a row idle.)
+  launch.row_blocks = launch.lamport && plan.strategy == Strategy::kOneShot ? plan.row_blocks : 1;
   RowArgs signed_args = a;
   signed_args.sig = detail::callSignature(a, launch, plan.strategy);
   const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, signed_args, launch, stream)

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -35,6 +36,7 @@ struct PeerInfo {
   int32_t device;  // ordinal in its own process
   char bus_id[32];
   int32_t sm_count;
+  int32_t row_clusters[kMaxRowBlocks + 1];  // [s]: one-shot clusters of s = 2, 4 blocks resident at once
   int32_t cc_major, cc_minor;
   int32_t ipc_ok;
   cudaIpcMemHandle_t ipc;
@@ -164,6 +166,14 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   me.pid = static_cast<int32_t>(getpid());
   me.device = c->device;
   me.sm_count = prop.multiProcessorCount;
+  for (int s = 0; s <= kMaxRowBlocks; ++s) {
+    int n = 0;
+    if (s >= 2 && me.ok && c->world > 1 && oneShotMaxClusters(s, &n) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 0;  // no clusters: every row takes one block
+    }
+    me.row_clusters[s] = n;
+  }
   me.cc_major = prop.major;
   me.cc_minor = prop.minor;
   me.ipc_ok = me.ok && cudaIpcGetMemHandle(&me.ipc, c->workspace) == cudaSuccess;
@@ -249,6 +259,13 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
                             " (add it to CMAKE_CUDA_ARCHITECTURES)"
                       : std::string("loading the fused kernels failed: ") + cudaGetErrorString(loaded);
     }
+  }
+  // Clusters resident at once, in this communicator's share of each device (max_blocks of its
+  // SMs), the fewest over ranks: a cluster grid beyond it would wait for SMs that its peers' waits hold.
+  for (int s = 0; s <= kMaxRowBlocks; ++s) {
+    t.row_clusters[s] = INT_MAX;
+    for (const PeerInfo& p : peers)
+      t.row_clusters[s] = std::min<int>(t.row_clusters[s], int(int64_t(p.row_clusters[s]) * t.max_blocks / std::max(1, int(p.sm_count))));
   }
   t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
   // The same on every rank: workspace_bytes and world agree (checked above), max_blocks is the minimum.
@@ -351,9 +368,9 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   c->boot = std::move(boot);
   if (t.fusion_ok && cfg.self_check && pol.default_sync == SyncMode::kGridDependency) ARF_TRY(selfCheck(c.get()));
 
-  logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d, regions %zu B (Lamport %zu B), sync auto %s (%s), table %s",
+  logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d (row clusters of 2/4: %d/%d), regions %zu B (Lamport %zu B), sync auto %s (%s), table %s",
        c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",
-       t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.region_bytes, t.lamport_region_bytes, toString(c->sync_auto),
+       t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.row_clusters[2], t.row_clusters[4], t.region_bytes, t.lamport_region_bytes, toString(c->sync_auto),
        c->sync_auto_reason.c_str(), c->table.source.c_str());
   if (t.fusion_ok) {
     std::lock_guard<std::mutex> lock(g_blocks_mu);

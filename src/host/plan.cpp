@@ -40,11 +40,16 @@ std::string topoKey(const Topology& t) {
   std::snprintf(buf, sizeof buf, "sm%d%d/%s/%d ranks", t.cc_major, t.cc_minor, toString(t.link), t.world);
   return buf;
 }
+
+// The topology the built-in table and the one-shot's rows over clusters were measured on.
+bool measuredPair(const Topology& t) {
+  return t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2;
+}
 }  // namespace
 
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
-  if (t.cc_major == 9 && !t.mixed_arch && t.link == LinkType::kNVLink && t.world == 2) {
+  if (measuredPair(t)) {
     // Measured 2026-11-30, 2 x H200 NV18, allreduce + add + RMSNorm, CUDA-graph replay, us per
     // call, median of 7, max over ranks, one-shot / two-shot, by rows of the message:
     //   rows of 8 KB (bf16 4096):   128 rows 7.9 / 8.5, 181: 10.6 / 9.2, 256: 12.4 / 11.6
@@ -303,6 +308,25 @@ bool usesLamport(const Topology& t, const Shape& shape, Strategy s, SyncMode syn
   return units <= blocks && need <= t.lamport_region_bytes;
 }
 
+int oneShotRowBlocks(const Topology& t, const Shape& shape, int blocks, int rows_per_step) {
+  // A decode call's time grows with the bytes each SM pushes and polls: the plain one-shot took
+  // 4.4 us at 1 x 8192 and 3.4 at 1 x 4096 on one block per row, whatever the block's threads
+  // (session 17). Rows over a cluster (oneshot.cu) cut that share; the cluster's norm costs a
+  // little. H200 pair, bf16 Auto, session 18 call 2, us, one block per row -> 2 -> 4 (-> 8):
+  //   1 x 4096 4.1-4.2 -> 3.9-4.1 -> 3.8;   4 x 4096 4.2-4.3 -> 4.0 -> 3.9-4.0
+  //   16 x 4096 4.8-4.9 -> 4.7 -> 4.6;      64 x 4096 6.0-6.1 -> 6.2
+  //   1 x 8192 6.2 -> 5.7-5.8 -> 5.5 (5.7); 4 x 8192 6.2-6.3 -> 5.8 -> 5.7 (5.9)
+  //   16 x 8192 6.4 -> 6.5-6.7 -> 6.8-7.0
+  // Hence: messages up to 128 KiB, shares of at least 2 KiB, at most 4 blocks. Measured on the
+  // H200 pair only (the built-in table's topology); elsewhere one block per row.
+  constexpr int64_t kMaxMessage = 128 * kKiB, kMinShare = 2 * kKiB;
+  const int64_t row = static_cast<int64_t>(rowStride(shape.hidden, shape.dtype));
+  if (!measuredPair(t) || rows_per_step != 1 || blocks != shape.tokens || shape.tokens * row > kMaxMessage) return 1;
+  for (int s = kMaxRowBlocks; s > 1; s /= 2)
+    if (shape.tokens * s <= t.max_blocks && shape.tokens <= t.row_clusters[s] && row / s >= kMinShare) return s;
+  return 1;
+}
+
 Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
   const Topology& t = in.topo;
   Plan p;
@@ -369,6 +393,10 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     rule += "; sync " + std::string(toString(in.sync_auto)) + ": " + in.sync_auto_reason;
   }
   p.lamport = usesLamport(t, shape, s, p.sync_mode, p.blocks, p.rows_per_step);
+  if (p.lamport && s == Strategy::kOneShot) {
+    p.row_blocks = oneShotRowBlocks(t, shape, p.blocks, p.rows_per_step);
+    p.blocks *= p.row_blocks;
+  }
   setReason(rule);
   *out = p;
   return Status::kSuccess;

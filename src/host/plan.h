@@ -27,6 +27,10 @@ struct Topology {
   int max_blocks = 0;           // min SM count over ranks: fused grids never exceed it
   size_t region_bytes = 0;      // bytes of one (block, slot) region of the flag-protocol area
   size_t lamport_region_bytes = 0;  // ... and of the Lamport area (communicator.h: WorkspaceLayout)
+  // [s]: clusters of s = 2, 4 blocks of the Lamport one-shot that may be resident at once (the
+  // fewest over ranks, in this communicator's max_blocks share of each GPU): the most rows a grid
+  // of such clusters may take (0: none; other entries unused).
+  int row_clusters[kMaxRowBlocks + 1] = {};
 };
 
 // Auto rules: the first rule whose max_bytes >= the message size (tokens*hidden*elem) applies.
@@ -95,6 +99,12 @@ bool fusedGeometry(const Topology& topo, Strategy strategy, const Shape& shape, 
 // Plan::lamport and the launch recomputes it from the plan it runs.
 bool usesLamport(const Topology& topo, const Shape& shape, Strategy strategy, SyncMode sync, int blocks,
                  int rows_per_step);
+
+// Blocks per row of a Lamport one-shot (Plan::row_blocks) whose one-block-per-row geometry is
+// `blocks` x `rows_per_step`: 1, or 2 or 4 (kMaxRowBlocks) for a message of at most 128 KiB whose
+// rows each had a block, on the measured H200 pair, with shares of at least 2 KiB per block and a
+// grid that fits max_blocks and row_clusters. makePlan multiplies the grid by it.
+int oneShotRowBlocks(const Topology& topo, const Shape& shape, int blocks, int rows_per_step);
 
 // The decision. For a forced fused strategy that cannot run, returns kNotSupported with the reason
 // in lastError(); Auto never fails: it falls back to the NCCL path (or, without NCCL, to a fused

@@ -77,31 +77,43 @@ cudaError_t visitKernel(const KernelVisitor& visit, void (*kernel)(KArgs...)) {
 }
 
 // Launches a fused kernel; GridDependency kernels get the programmatic-serialization attribute.
+// row_blocks > 1: clusters of that many blocks of kThreads / row_blocks threads, each cluster
+// sharing its rows (FusedLaunch::row_blocks).
 template <typename... KArgs, typename... Args>
-cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, cudaStream_t stream,
+cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, int row_blocks, cudaStream_t stream,
                         Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(kThreads);
+  cfg.blockDim = dim3(kThreads / row_blocks);
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (sync == SyncMode::kGridDependency) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (row_blocks > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n++].val.clusterDim = {unsigned(row_blocks), 1, 1};
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = sync == SyncMode::kGridDependency ? 1 : 0;
+  cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with
-//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync);
-// giving the kernel of a variant and sync mode. Its launch and its enumeration come from here, so
-// that the preloading (kernels.h) sees exactly the kernels the launches use.
+//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster);
+//   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
+// giving the kernel of a variant, sync mode and row layout (one block per row, or a cluster).
+// Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
+// the kernels the launches use.
 template <typename Family>
 cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch, cudaStream_t stream) {
+  if (launch.row_blocks > 1 && !Family::kClusterRows) return cudaErrorInvalidConfiguration;
   return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
     using V = decltype(v);
-    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync), launch.sync,
-                       launch.blocks, stream, comm, args, launch.rows_per_step);
+    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1),
+                       launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
 
@@ -110,8 +122,11 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
   return forEachVariant([&](auto v) {
     using V = decltype(v);
     for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
-      const cudaError_t e = visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync));
-      if (e != cudaSuccess) return e;
+      for (bool cluster : {false, true}) {
+        if (cluster && !Family::kClusterRows) continue;
+        const cudaError_t e = visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster));
+        if (e != cudaSuccess) return e;
+      }
     }
     return cudaSuccess;
   });

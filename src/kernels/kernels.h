@@ -19,6 +19,9 @@ constexpr int kThreads = 512;
 // Vectors per thread a row may need and still live in registers; wider rows take a two-pass path
 // that re-reads residual_out (its own writes) for the norm.
 constexpr int kMaxVecPerThread = 4;
+// Most blocks that may share a row (a thread block cluster of 2 or 4; the portable limit is 8,
+// which measured slower than 4 at 1 x 8192 on H200, docs/PERF-NOTES.md session 18).
+constexpr int kMaxRowBlocks = 4;
 // Data slots per block region. Two: the "data ready" flag of epoch e also proves the peer finished
 // reading the other slot (epoch e-1), so epoch e+1 may overwrite it. See sync.cuh.
 constexpr int kSlots = 2;
@@ -93,6 +96,8 @@ struct FusedLaunch {
   SyncMode sync = SyncMode::kFlagBarrier;
   DType dtype = DType::kBFloat16;
   bool lamport = false;   // Lamport kernel (plan.h usesLamport); for the one-shot, sync == kGridDependency
+  int row_blocks = 1;     // blocks per row: > 1 runs clusters of that many blocks, each of
+                          // kThreads / row_blocks threads, sharing a row (Lamport one-shot only)
 };
 
 // Bytes one row occupies in the workspace (rounded up to 16 so vector rows stay aligned).
@@ -120,6 +125,7 @@ inline uint32_t callSignature(const RowArgs& a, const FusedLaunch& l, Strategy s
   mix(static_cast<uint64_t>(l.blocks));
   mix(static_cast<uint64_t>(l.rows_per_step));
   mix(l.vector ? 1 : 0);
+  mix(static_cast<uint64_t>(l.row_blocks));
   return static_cast<uint32_t>(h ^ (h >> 32)) & 0x7fffffffu;
 }
 
@@ -154,6 +160,10 @@ inline cudaError_t preloadKernels() {
     return cudaFuncGetAttributes(&attr, kernel);
   });
 }
+
+// How many clusters of `row_blocks` blocks of the Lamport one-shot's cluster kernels (the fewest
+// over its variants) can be resident at once on the current device (cudaOccupancyMaxActiveClusters).
+cudaError_t oneShotMaxClusters(int row_blocks, int* clusters);
 
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream);

@@ -22,6 +22,17 @@
 //     first global access, trigger once every thread wrote its outputs (before the header check).
 //   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
 //     every peer, acquire wait, .cg payload loads. No griddepcontrol.
+// Rows over a cluster (the Lamport kernel's kCluster form; Plan::row_blocks S = 2 or 4, small
+//   messages on the measured H200 pair, plan.cpp oneShotRowBlocks): the grid is clusters of S blocks
+//   of kThreads / S threads, cluster k takes row k. Block p of a cluster plays threads
+//   p * kThreads / S ... of the one-block layout (RowEpilogue::rowThread): it pushes, polls, clears
+//   and reduces exactly those threads' vectors, in its own region (the peer's block of the same
+//   index polls what it pushed), and the norm's sum of squares meets in distributed shared memory
+//   (RowEpilogue::clusterScale: st.async counted by an mbarrier, no release fence). Same vectors
+//   per thread, same warp sums, same order: the same bits as one block. What it buys: a decode
+//   call's time grows with the bytes each SM pushes and polls (1 x 8192 on one block: 6.2 us; on 4: 5.5).
+//   Limits: one row per cluster and launch (the mbarrier's one phase; launchOneShot refuses more),
+//   every cluster resident at once (Topology::row_clusters).
 // Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
 //   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
 //   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
@@ -29,6 +40,8 @@
 // Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
 //   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
+#include <climits>
+
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 #include "sync.cuh"
@@ -87,17 +100,20 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 }
 
 
-template <typename T, int VEC, int kVpt, SyncMode kSync>
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster>
 // (kThreads, 1): without it ptxas held this kernel to 64 registers and spilled 156-364 bytes per
 // thread (bf16); with it, 105 registers and no spill. 1 x 4096 4.8 -> 4.6 us, 16 x 8192 8.7 -> 8.3
 // (H200 pair, session 4).
-__global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
+// A cluster kernel runs blocks of kThreads / row_blocks <= kThreads / 2 threads: twice the
+// registers, and no spill (at kThreads its bf16 kernels spilled 4-20 bytes).
+__global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
   if (threadIdx.x == 0) give_up = 0;
+  if (kCluster && a.op == Op::kAllReduceAddRMSNorm) Epi::clusterStart(sh);  // only the norm needs the cluster
   gridDependencyWait<kSync>();
   __syncthreads();
 
@@ -109,12 +125,18 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + R - 1) / R;
   uint32_t epoch = c.epochs[b];
+  // A row over a cluster: cluster k takes units k, k + clusters, ...; its blocks share each row.
+  const int64_t first = kCluster ? b / (kThreads / blockDim.x) : b;         // this block's cluster
+  const int64_t step = kCluster ? gridDim.x * blockDim.x / kThreads : gridDim.x;  // clusters in the grid
+  const int tid = Epi::template rowThread<kCluster>();
 
   LamportHeaders headers(c);  // thread t < world-1 checks one peer's call header
-  for (int64_t u = b; u < units; u += gridDim.x) {
-    if (u != b) {
+  for (int64_t u = first; u < units; u += step) {
+    if (u != first) {
       lamportNextUnit();
-      if (give_up) return;  // a failed header check of the previous unit
+      // A failed header check of the previous unit. A cluster's blocks go on (their waits give
+      // up at once): one that left would strand the others at the norm's cluster barrier.
+      if (give_up && !kCluster) return;
     }
     ++epoch;
     const int64_t row0 = u * R;
@@ -122,13 +144,22 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
 
     // 1. Push this unit's header, then its rows, sanitised, to every peer.
     headers.push(c, b, epoch, a.sig);
-    for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
-      const int j = idx / nv32;
-      const int i = idx - j * nv32;
+    auto push = [&](int j, int i) {
       storeToPeers(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)), [&](int peer) {
         return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + (int64_t(senderIndex(c.rank, peer)) * R + j) * stride +
                i * VEC;
       });
+    };
+    if constexpr (kCluster) {
+      // Exactly the vectors this block's threads reduce (RowEpilogue layout): the peer's block b,
+      // which polls them, shares the row with the same blocks.
+      for (int j = 0; j < rows; ++j)
+        for (int i = tid; i < nv32; i += kThreads) push(j, i);
+    } else {
+      for (int idx = threadIdx.x; idx < rows * nv32; idx += kThreads) {
+        const int j = idx / nv32;
+        push(j, idx - j * nv32);
+      }
     }
 
     // Every warp's pushes leave before any warp waits. The hardware runs a block's warps
@@ -143,7 +174,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
     headers.watch(c, b, epoch);
     for (int j = 0; j < rows; ++j) {
       const T* own = in + (row0 + j) * a.hidden;
-      Epi::run(a, row0 + j, sh, [&](int64_t i) {
+      Epi::template run<kCluster>(a, row0 + j, sh, [&](int64_t i) {
         const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
           if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
           T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
@@ -152,7 +183,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
           return p;
         });
         // The thread's first rows are in: load the header now, check it after the epilogue.
-        if (headers.checker && j == 0 && i == int64_t(threadIdx.x)) headers.peek();
+        if (headers.checker && j == 0 && i == tid) headers.peek();
         return s;
       });
     }
@@ -160,21 +191,24 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotLamportKernel(DeviceComm c
     // load may still be in flight, and the epoch store, which only a later fused kernel reads,
     // after its grid-dependency wait, i.e. after this grid completed). Same-call A/B, H200 pair,
     // session 15, 3 runs: 1 x 4096 4.3-4.4 -> 4.2-4.3 us, plain allreduce 3.5 -> 3.4.
-    if (u + gridDim.x >= units) gridDependencyTrigger<kSync>();
+    if (u + step >= units) gridDependencyTrigger<kSync>();
     // 4. The peer's header: the same call? The rows are written by now; a mismatch fails the
     // communicator like a timeout (reported at the next call or by commGetAsyncError).
     headers.check(c, b, epoch, a.sig, &give_up);
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
-  if (b >= units) gridDependencyTrigger<kSync>();  // a block without a unit
+  if (first >= units) gridDependencyTrigger<kSync>();  // a block without a unit
 }
 
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
 struct OneShot {
+  static constexpr bool kClusterRows = true;  // the Lamport kernel can spread a row over a cluster
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync) {
-    return sync == SyncMode::kGridDependency ? oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>
-                                             : oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
+  static auto kernel(SyncMode sync, bool cluster) {
+    if (sync == SyncMode::kGridDependency)
+      return cluster ? oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, true>
+                     : oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, false>;
+    return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
 };
 
@@ -185,9 +219,37 @@ struct OneShot {
 // 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
+  // A row over a cluster: the Lamport kernel, a power of two of blocks up to kMaxRowBlocks, one
+  // row per cluster and launch (the norm's mbarrier serves one row).
+  const int rb = launch.row_blocks;
+  if (rb > 1 && (!launch.lamport || rb > kMaxRowBlocks || (rb & (rb - 1)) != 0 || launch.rows_per_step != 1 ||
+                 launch.blocks % rb != 0 || args.tokens > launch.blocks / rb))
+    return cudaErrorInvalidConfiguration;
   return launchFamily<OneShot>(comm, args, launch, stream);
 }
 
 cudaError_t forEachOneShotKernel(const KernelVisitor& visit) { return forEachFamilyKernel<OneShot>(visit); }
+
+cudaError_t oneShotMaxClusters(int row_blocks, int* clusters) {
+  int fewest = INT_MAX;
+  const cudaError_t e = forEachVariant([&](auto v) {
+    using V = decltype(v);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(row_blocks);
+    cfg.blockDim = dim3(kThreads / row_blocks);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim = {unsigned(row_blocks), 1, 1};
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveClusters(
+        &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true), &cfg);
+    fewest = n < fewest ? n : fewest;
+    return err;
+  });
+  *clusters = e == cudaSuccess ? fewest : 0;
+  return e;
+}
 
 }  // namespace arfusion::detail

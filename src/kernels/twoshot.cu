@@ -333,8 +333,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
 struct TwoShot {
+  static constexpr bool kClusterRows = false;  // one block per row
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync) {
+  static auto kernel(SyncMode sync, bool /*cluster*/) {
     return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency>
                                              : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
@@ -343,8 +344,9 @@ struct TwoShot {
 // The Lamport two-shot has one kernel per variant (GridDependency); forEachFamilyKernel visits it
 // once per sync mode, which preloads it twice, harmlessly.
 struct TwoShotLamport {
+  static constexpr bool kClusterRows = false;
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode) {
+  static auto kernel(SyncMode, bool /*cluster*/) {
     return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>;
   }
 };
