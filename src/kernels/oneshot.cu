@@ -134,8 +134,9 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   for (int64_t u = first; u < units; u += step) {
     if (u != first) {
       lamportNextUnit();
-      // A failed header check of the previous unit. A cluster's blocks go on (their waits give
-      // up at once): one that left would strand the others at the norm's cluster barrier.
+      // A failed header check of the previous unit. A cluster's blocks would go on (their waits
+      // give up at once): one that left would strand the others in the norm's exchange. (Today a
+      // cluster takes one unit per launch: launchOneShot.)
       if (give_up && !kCluster) return;
     }
     ++epoch;
