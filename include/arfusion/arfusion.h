@@ -52,7 +52,7 @@
 #include <cstdint>
 
 #define ARFUSION_VERSION_MAJOR 0
-#define ARFUSION_VERSION_MINOR 2  // 0.2: Plan::lamport (Plan's layout changed)
+#define ARFUSION_VERSION_MINOR 3  // 0.3: Plan::row_blocks; 0.2: Plan::lamport (Plan's layout changed)
 #define ARFUSION_VERSION_PATCH 0
 
 namespace arfusion {

@@ -153,7 +153,7 @@ struct RowEpilogue {
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = tid + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P gk = k < kEarly ? g[k < kEarly ? k : 0] : loadPack<T, VEC>(gamma + i * VEC);
+          const P gk = k < kEarly ? g[k] : loadPack<T, VEC>(gamma + i * VEC);
           storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, gk));
         }
       }
