@@ -381,6 +381,7 @@ TEST(Plan, SmallMessagesSpreadRowsOverClustersOnTheMeasuredPair) {
     return p.row_blocks;
   };
   EXPECT_EQ(rowBlocks(t, 1, 4096), 4);    // 8 KB rows: 2 KB shares
+  EXPECT_NE(std::string(planFor(t, Shape{1, 4096}).reason).find("4 blocks per row"), std::string::npos);
   EXPECT_EQ(rowBlocks(t, 16, 4096), 4);   // 128 KiB: the largest message
   EXPECT_EQ(rowBlocks(t, 17, 4096), 1);
   EXPECT_EQ(rowBlocks(t, 1, 8192), 4);

@@ -396,6 +396,7 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
   if (p.lamport && s == Strategy::kOneShot) {
     p.row_blocks = oneShotRowBlocks(t, shape, p.blocks, p.rows_per_step);
     p.blocks *= p.row_blocks;
+    if (p.row_blocks > 1) rule += "; " + std::to_string(p.row_blocks) + " blocks per row (a cluster)";
   }
   setReason(rule);
   *out = p;
