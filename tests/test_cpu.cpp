@@ -273,6 +273,28 @@ TEST(Dispatch, TheEnumerationCoversEveryVariantALaunchCanPick) {
   EXPECT_EQ(walked.size(), 12u);  // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path)
 }
 
+// The launch configuration of every fused grid and of the clusters' occupancy query.
+TEST(Dispatch, FusedConfigHasTheGridClustersAndSyncAttribute) {
+  using arfusion::detail::FusedConfig;
+  const FusedConfig flag(false, 7, 1, nullptr);  // FlagBarrier, one block per row
+  EXPECT_EQ(flag.cfg.gridDim.x, 7u);
+  EXPECT_EQ(flag.cfg.blockDim.x, unsigned(arfusion::detail::kThreads));
+  EXPECT_EQ(flag.cfg.numAttrs, 0u);
+  const FusedConfig rows(true, 8, 4, nullptr);  // GridDependency, rows over clusters of 4
+  EXPECT_EQ(rows.cfg.gridDim.x, 8u);
+  EXPECT_EQ(rows.cfg.blockDim.x, unsigned(arfusion::detail::kThreads / 4));
+  ASSERT_EQ(rows.cfg.numAttrs, 2u);
+  EXPECT_EQ(rows.cfg.attrs, rows.attrs);
+  EXPECT_EQ(rows.attrs[0].id, cudaLaunchAttributeProgrammaticStreamSerialization);
+  EXPECT_EQ(rows.attrs[0].val.programmaticStreamSerializationAllowed, 1);
+  EXPECT_EQ(rows.attrs[1].id, cudaLaunchAttributeClusterDimension);
+  EXPECT_EQ(rows.attrs[1].val.clusterDim.x, 4u);
+  EXPECT_EQ(rows.attrs[1].val.clusterDim.y, 1u);
+  const FusedConfig query(false, 2, 2, nullptr);  // the occupancy query: the cluster only
+  ASSERT_EQ(query.cfg.numAttrs, 1u);
+  EXPECT_EQ(query.attrs[0].id, cudaLaunchAttributeClusterDimension);
+}
+
 // ---------------------------------------------------------------- plan
 TEST(Plan, SingleRankIsLocal) {
   Topology t;

@@ -76,29 +76,40 @@ cudaError_t visitKernel(const KernelVisitor& visit, void (*kernel)(KArgs...)) {
   return visit(reinterpret_cast<const void*>(kernel));
 }
 
-// Launches a fused kernel; GridDependency kernels get the programmatic-serialization attribute.
-// row_blocks > 1: clusters of that many blocks of kThreads / row_blocks threads, each cluster
-// sharing its rows (FusedLaunch::row_blocks).
+// The launch configuration of a fused grid: `blocks` blocks of kThreads / row_blocks threads, in
+// clusters of row_blocks sharing their rows when that is > 1 (FusedLaunch::row_blocks), with
+// programmatic stream serialization when `pdl` (GridDependency kernels). The launch and the
+// clusters' occupancy query (oneShotMaxClusters) both use it. Not copyable: cfg points at attrs.
+struct FusedConfig {
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attrs[2] = {};
+  FusedConfig(bool pdl, int blocks, int row_blocks, cudaStream_t stream) {
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(kThreads / row_blocks);
+    cfg.stream = stream;
+    unsigned n = 0;
+    if (pdl) {
+      attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attrs[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (row_blocks > 1) {
+      attrs[n].id = cudaLaunchAttributeClusterDimension;
+      attrs[n++].val.clusterDim = {unsigned(row_blocks), 1, 1};
+    }
+    cfg.attrs = attrs;
+    cfg.numAttrs = n;
+  }
+  FusedConfig(const FusedConfig&) = delete;
+  FusedConfig& operator=(const FusedConfig&) = delete;
+};
+
+// Launches a fused kernel (FusedConfig: GridDependency kernels get the programmatic-serialization
+// attribute, row_blocks > 1 clusters).
 template <typename... KArgs, typename... Args>
 cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, int row_blocks, cudaStream_t stream,
                         Args&&... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(kThreads / row_blocks);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  if (sync == SyncMode::kGridDependency) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (row_blocks > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n++].val.clusterDim = {unsigned(row_blocks), 1, 1};
-  }
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  FusedConfig c(sync == SyncMode::kGridDependency, blocks, row_blocks, stream);
+  return cudaLaunchKernelEx(&c.cfg, kernel, std::forward<Args>(args)...);
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with

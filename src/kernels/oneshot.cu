@@ -235,17 +235,10 @@ cudaError_t oneShotMaxClusters(int row_blocks, int* clusters) {
   int fewest = INT_MAX;
   const cudaError_t e = forEachVariant([&](auto v) {
     using V = decltype(v);
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(row_blocks);
-    cfg.blockDim = dim3(kThreads / row_blocks);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim = {unsigned(row_blocks), 1, 1};
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    const FusedConfig c(false, row_blocks, row_blocks, nullptr);  // one cluster; no stream attribute
     int n = 0;
     const cudaError_t err = cudaOccupancyMaxActiveClusters(
-        &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true), &cfg);
+        &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true), &c.cfg);
     fewest = n < fewest ? n : fewest;
     return err;
   });
