@@ -36,7 +36,7 @@ struct PeerInfo {
   int32_t device;  // ordinal in its own process
   char bus_id[32];
   int32_t sm_count;
-  int32_t row_clusters[kMaxRowBlocks + 1];  // [s]: one-shot clusters of s = 2, 4 blocks resident at once
+  int32_t row_clusters[kMaxRowBlocks + 1];  // [s]: one-shot clusters of s = 2, 4 blocks resident at once (others 0)
   int32_t cc_major, cc_minor;
   int32_t ipc_ok;
   cudaIpcMemHandle_t ipc;
@@ -110,7 +110,9 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
       c->config.tuning_file = c->tuning_file_storage.c_str();
     }
     if (c->config.read_env) ARF_TRY(applyEnv(processEnv(), &c->config, &c->tuning_file_storage));
-    ARF_TRY(twoShotSplitFromEnv(processEnv(), &c->two_shot_split));  // whatever read_env says (env.h)
+    bool split = true;
+    ARF_TRY(twoShotSplitFromEnv(processEnv(), &split));  // whatever read_env says (env.h)
+    c->dev.two_shot_split = split ? 1 : 0;
     const Config& cfg = c->config;
     if (cfg.timeout_seconds <= 0 || !(cfg.timeout_seconds < 1e9))
       return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
@@ -166,14 +168,9 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   me.pid = static_cast<int32_t>(getpid());
   me.device = c->device;
   me.sm_count = prop.multiProcessorCount;
-  for (int s = 0; s <= kMaxRowBlocks; ++s) {
-    int n = 0;
-    if (s >= 2 && me.ok && c->world > 1 && oneShotMaxClusters(s, &n) != cudaSuccess) {
-      (void)cudaGetLastError();
-      n = 0;  // no clusters: every row takes one block
-    }
-    me.row_clusters[s] = n;
-  }
+  for (int s = 2; s <= kMaxRowBlocks && me.ok && c->world > 1; s *= 2)  // (me{}: the rest stay 0)
+    if (oneShotMaxClusters(s, &me.row_clusters[s]) != cudaSuccess) (void)cudaGetLastError();  // it wrote 0
+
   me.cc_major = prop.major;
   me.cc_minor = prop.minor;
   me.ipc_ok = me.ok && cudaIpcGetMemHandle(&me.ipc, c->workspace) == cudaSuccess;
@@ -262,7 +259,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   }
   // Clusters resident at once, in this communicator's share of each device (max_blocks of its
   // SMs), the fewest over ranks: a cluster grid beyond it would wait for SMs that its peers' waits hold.
-  for (int s = 0; s <= kMaxRowBlocks; ++s) {
+  for (int s = 2; s <= kMaxRowBlocks; s *= 2) {
     t.row_clusters[s] = INT_MAX;
     for (const PeerInfo& p : peers)
       t.row_clusters[s] = std::min<int>(t.row_clusters[s], int(int64_t(p.row_clusters[s]) * t.max_blocks / std::max(1, int(p.sm_count))));
@@ -338,7 +335,6 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   d.rank = c->rank;
   d.world = c->world;
   d.max_blocks = t.max_blocks;
-  d.two_shot_split = c->two_shot_split ? 1 : 0;
 
   // Auto table: the tuning file only if every rank loaded the same one.
   c->table = builtinTable(t);

@@ -96,9 +96,6 @@ class Communicator {
   SyncMode sync_auto = SyncMode::kFlagBarrier;
   std::string sync_auto_reason;
 
-  // Local, may differ between ranks (it changes no wait; env.h)
-  bool two_shot_split = true;  // ARFUSION_TWO_SHOT_SPLIT
-
   // Current settings (commSetStrategy)
   Strategy strategy = Strategy::kAuto;
   SyncMode sync = SyncMode::kAuto;
