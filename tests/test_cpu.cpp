@@ -407,7 +407,13 @@ TEST(Plan, SmallMessagesSpreadRowsOverClustersOnTheMeasuredPair) {
   EXPECT_EQ(rowBlocks(t, 16, 4096), 4);   // 128 KiB: the largest message
   EXPECT_EQ(rowBlocks(t, 17, 4096), 1);
   EXPECT_EQ(rowBlocks(t, 1, 8192), 4);
-  EXPECT_EQ(rowBlocks(t, 16, 8192), 1);   // 256 KiB: measured slower over clusters
+  EXPECT_EQ(rowBlocks(t, 16, 8192), 1);   // 256 KiB of 16 KB rows: measured slower over clusters
+  // Rows of 32-64 KB: up to 16 tokens (1 MiB of fp32 16384).
+  EXPECT_EQ(rowBlocks(t, 16, 16384), 4);
+  EXPECT_EQ(rowBlocks(t, 17, 16384), 1);
+  EXPECT_EQ(rowBlocks(t, 16, 16384, DType::kFloat32), 4);
+  EXPECT_EQ(rowBlocks(t, 11, 8192, DType::kFloat32), 4);
+  EXPECT_EQ(oneShotRowBlocks(t, Shape{3, 32768, DType::kFloat32}, 3, 1), 1);  // 128 KB rows: unmeasured
   EXPECT_EQ(rowBlocks(t, 1, 2048), 2);    // 4 KB rows: 2 shares of 2 KB
   EXPECT_EQ(rowBlocks(t, 1, 1024), 1);    // 2 KB rows
   EXPECT_EQ(rowBlocks(t, 2, 4096, DType::kFloat32), 4);

@@ -42,6 +42,11 @@ std::vector<ShapeCase> fullShapes() {
   for (int64_t t : {1000, 4097, 16384}) v.push_back({DType::kBFloat16, t, 2048, seed++});
   v.push_back({DType::kBFloat16, 2, 16384, seed++});                  // wide row, registers at the limit
   v.push_back({DType::kBFloat16, 3, 65536, seed++});                  // wider than registers: two passes
+  // Rows of 32-64 KB over clusters of 4 blocks (Plan::row_blocks): 4 vectors per thread, and two
+  // passes (64 KB fp32 rows).
+  v.push_back({DType::kBFloat16, 16, 16384, seed++});
+  v.push_back({DType::kFloat32, 11, 8192, seed++});
+  v.push_back({DType::kFloat32, 3, 16384, seed++});
   v.push_back({DType::kFloat16, 5, 4095, seed++});                    // odd hidden: scalar path
   v.push_back({DType::kBFloat16, 17, 4096, seed++, true, true});      // misaligned pointers
   v.push_back({DType::kFloat32, 3, 1000, seed++, true, true});        // misaligned fp32

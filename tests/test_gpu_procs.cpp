@@ -74,7 +74,9 @@ TEST(Processes, SanitizeSmallShapes) {
                              ShapeCase{arfusion::DType::kFloat16, 5, 1000, 63, false, true},
                              ShapeCase{arfusion::DType::kBFloat16, 300, 1024, 64},
                              // the Lamport one-shot over clusters: 2 rows of 4 blocks (Plan::row_blocks)
-                             ShapeCase{arfusion::DType::kBFloat16, 2, 4096, 65, true}})
+                             ShapeCase{arfusion::DType::kBFloat16, 2, 4096, 65, true},
+                             // and its two passes: 64 KB fp32 rows
+                             ShapeCase{arfusion::DType::kFloat32, 2, 16384, 66}})
     EXPECT_EQ(scenarioShape(ctx, c), "");
   arfusion::commDestroy(ctx.comm);
 }

@@ -317,11 +317,19 @@ int oneShotRowBlocks(const Topology& t, const Shape& shape, int blocks, int rows
   //   16 x 4096 4.8-4.9 -> 4.7 -> 4.6;      64 x 4096 6.0-6.1 -> 6.2
   //   1 x 8192 6.2 -> 5.7-5.8 -> 5.5 (5.7); 4 x 8192 6.2-6.3 -> 5.8 -> 5.7 (5.9)
   //   16 x 8192 6.4 -> 6.5-6.7 -> 6.8-7.0
-  // Hence: messages up to 128 KiB, shares of at least 2 KiB, at most 4 blocks. Measured on the
-  // H200 pair only (the built-in table's topology); elsewhere one block per row.
+  // Hence: messages up to 128 KiB, shares of at least 2 KiB, at most 4 blocks.
+  // Wide rows pay above 128 KiB too: one block then pushes 32-64 KB per call. Session 18 call 6,
+  // one-shot us, 2 runs, one block per row -> 4: bf16 16384 (32 KB rows) x 6 10.7 -> 8.8, x 16
+  // 11.7-12.2 -> 9.0-9.9, x 32 11.2 -> 12.3; fp32 16384 (64 KB) x 3-16 13.0-13.8 -> 11.0-11.2;
+  // fp32 8192 (32 KB) x 6-11 8.6-8.9 -> 7.7-8.3, x 16 the same, x 23 9.0 -> 9.8; bf16 8192
+  // (16 KB) x 16-23 6.4-6.5 -> 6.5-6.9. Hence also rows of 32-64 KB up to 16 tokens.
+  // Measured on the H200 pair only (the built-in table's topology); elsewhere one block per row.
   constexpr int64_t kMaxMessage = 128 * kKiB, kMinShare = 2 * kKiB;
+  constexpr int64_t kWideRowMin = 32 * kKiB, kWideRowMax = 64 * kKiB, kWideMaxTokens = 16;
   const int64_t row = static_cast<int64_t>(rowStride(shape.hidden, shape.dtype));
-  if (!measuredPair(t) || rows_per_step != 1 || blocks != shape.tokens || shape.tokens * row > kMaxMessage) return 1;
+  const bool small = shape.tokens * row <= kMaxMessage;
+  const bool wide = row >= kWideRowMin && row <= kWideRowMax && shape.tokens <= kWideMaxTokens;
+  if (!measuredPair(t) || rows_per_step != 1 || blocks != shape.tokens || !(small || wide)) return 1;
   for (int s = kMaxRowBlocks; s > 1; s /= 2)
     if (shape.tokens * s <= t.max_blocks && shape.tokens <= t.row_clusters[s] && row / s >= kMinShare) return s;
   return 1;
