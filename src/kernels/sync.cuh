@@ -44,7 +44,7 @@
 // A receiver compares each peer's with its own: the flag holds it next to the epoch (checked when
 // the flag holds exactly e; a peer already at e+1 was checked by that peer), and each Lamport
 // region starts with one 16-byte header per sender, {signature, epoch & 0x7fffffff, 0, 0}, pushed
-// before the rows and polled, checked and cleared like them at the end of the unit by thread t for
+// after the rows and polled, checked and cleared like them at the end of the unit by thread t for
 // sender t; its load is issued once that thread's first rows arrived (at 1 x 4096 it is still in
 // flight when the epilogue ends: +0.2-0.3 us, docs/PERF-NOTES.md session 6), and a row wait that
 // lasts 256 polls looks at the header too, so rows of another shape that never fill this rank's
@@ -353,7 +353,7 @@ __device__ __forceinline__ void lamportClear(T* p) {
 
 // The call-header exchange of one Lamport unit ("Call signatures" above), shared by the Lamport
 // one-shot and two-shot. Thread t < world-1 pushes this rank's header to peer (rank+1+t) % world
-// and checks the header of peer `checked` in its own slot: push() with the unit's first stores,
+// and checks the header of peer `checked` in its own slot: push() after the unit's row stores,
 // watch() before the unit's waits, peek() once the thread's first rows arrived (the load then
 // overlaps the epilogue), check() at the end: wait, compare, clear. A mismatch is reported
 // (kErrMismatch) and raises give_up.

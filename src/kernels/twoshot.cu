@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 // Same rows, owners and rank-order sums as twoShotKernel, but the data is its own flag (sync.cuh,
 // Lamport protocol), in two parts of slot e%2 of block b's Lamport region: RS (the peers' rows of
 // this rank's owned rows) and AG (the owners' sums of the other rows).
-//   1. push the header to every peer, then each peer's owned rows, sanitised, into its RS part;
+//   1. push each peer's owned rows, sanitised, into its RS part, then the header (as the one-shot);
 //   2. for each owned row, each vector: poll every peer's pack, clear it, sum in rank order, sanitise
 //      the sum, push it into every peer's AG part, run the RowEpilogue on it;
 //   3. for each peer-owned row, each vector: poll the owner's sum, clear it, RowEpilogue;
@@ -268,11 +268,11 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
   const uint32_t epoch = c.epochs[b] + 1;
   const int64_t unit0 = int64_t(b) * n * R;  // this block's only unit
 
-  // 1. Header, then the reduce-scatter.
+  // 1. The reduce-scatter, then the header (the Lamport one-shot says why in that order).
   LamportHeaders headers(c);  // thread t < n-1 checks one peer's call header
-  headers.push(c, b, epoch, a.sig);
   pushToOwners<T, VEC, true>(c, a, unit0, R, stride,
                              [&](int peer) { return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)); });
+  headers.push(c, b, epoch, a.sig);
   // Every warp's pushes leave before any warp waits (as in the Lamport one-shot).
   __syncthreads();
 
