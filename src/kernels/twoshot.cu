@@ -24,6 +24,11 @@
 //   (plan.cpp caps a step at about 128 KiB per peer and phase): same-run A/Bs, H200 pair, bf16,
 //   sessions 13-14: 8192 x 8192 453-456 -> 423-432 us, 8192 x 4096 243-246 -> 231-236, plain
 //   allreduce 8192 x 8192 412-415 -> 402-405; one-step calls (2048 x 8192) are unchanged.
+//   A block's last unit has no next push to overlap: with the split on, its two halves finish
+//   the peers' rows two at a time (every other row each, barriers 1 and 2, the same bits): same
+//   call, 3 runs, H200 pair, bf16, session 19: 8192 x 4096 235.0-236.8 -> 231.9-232.6 us,
+//   2048 x 4096 71.0-71.9 -> 69.6-70.0, 8192 x 8192 427.6-428.9 -> 425.3-426.7; 2048 x 8192 (one
+//   unit per block) unchanged at 125.5, so that tail is not one row's latency chain after another.
 //   The split changes when this block signals and waits, never what: the same flags and epochs in
 //   the same order per phase, so ranks with and without it agree. ARFUSION_TWO_SHOT_SPLIT=0 turns
 //   it off (env.h), for compute-sanitizer racecheck: it reports hazards across the __syncthreads of
@@ -119,8 +124,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   // two vectors per thread at most (bf16 16384-wide rows, kVpt 4, spilled 260 bytes), or the scalar
   // path (VEC 1, kVpt 4: four scalars per thread).
   constexpr bool kSplit = kVpt <= 2 || VEC == 1;
-  constexpr int kPushBarrier = 1, kFinishBarrier = 2;
+  constexpr int kPushBarrier = 1, kFinishBarrier = 2, kHalf = kThreads / 2;
   __shared__ typename Epi::Shared sh;
+  __shared__ typename Epi::Shared sh2;  // the second half's, when both halves finish rows (last unit)
   __shared__ int failed;  // the finishing half of a split block saw a wait fail
   if (threadIdx.x == 0) failed = 0;
   gridDependencyWait<kSync>();
@@ -145,20 +151,23 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     if (threadIdx.x < unsigned(n - 1)) signalPeer(c, 0, b, e, a.sig, threadIdx.x);
   };
   // Step 5 for the peers' rows of the unit at unit0 (region: this rank's slot of its epoch), by
-  // the whole block (half = false) or by the finishing half of a split block (thread t, barrier 2).
-  auto finishPeerRows = [&](int64_t unit0, const T* region, bool half, int t) {
+  // the whole block (mode 0), by the finishing half of a split block (mode 1: every row, barrier 2),
+  // or by half 0 / 1 of the block (modes 2 / 3: every other row, barrier 1 / 2; the last unit,
+  // two rows in flight). Thread t of the group.
+  auto finishPeerRows = [&](int64_t unit0, const T* region, int mode, int t) {
+    const int step = mode >= 2 ? 2 : 1;
     for (int d = 1; d < n; ++d) {
       const int owner = (c.rank + d) % n;
       const int64_t first = unit0 + int64_t(owner) * R;
       const int rows = partRows(a.tokens, first, R);
       const T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
-      for (int j = 0; j < rows; ++j) {
-        if (j + 1 < rows && t < 2)  // the next row's sum and residual into L2
-          prefetchRowL2<T, VEC>(t == 0 ? sums + (j + 1) * stride : residualRow<T>(a, first + j + 1), a.hidden);
+      for (int j = mode == 3 ? 1 : 0; j < rows; j += step) {
+        if (j + step < rows && t < 2)  // the group's next row's sum and residual into L2
+          prefetchRowL2<T, VEC>(t == 0 ? sums + (j + step) * stride : residualRow<T>(a, first + j + step), a.hidden);
         auto sum = [&](int64_t i) { return loadPackCg<T, VEC>(sums + j * stride + i * VEC); };
         if constexpr (kSplit) {
-          if (half) {
-            Epi::runOnHalf(a, first + j, sh, t, kFinishBarrier, sum);
+          if (mode != 0) {
+            Epi::runOnHalf(a, first + j, mode == 3 ? sh2 : sh, t, mode == 2 ? kPushBarrier : kFinishBarrier, sum);
             continue;
           }
         }
@@ -205,14 +214,13 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     if (kSplit && c.two_shot_split && next && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
       // 3-5 split: warps 0-7 push the next unit's reduce-scatter and signal it (barrier 1) while
       // warps 8-15 wait for this unit's sums and finish the peers' rows (barrier 2).
-      constexpr int kHalf = kThreads / 2;
       if (threadIdx.x < kHalf) {
         pushScatter(u + gridDim.x, epoch + 1, kHalf);
       } else {
         const int t = threadIdx.x - kHalf;
         if (t < n - 1 && !waitPeer(c, 1, b, epoch, a.sig, t)) atomicOr(&failed, 1);
         groupBarrier(kFinishBarrier, kHalf);  // after the polling lanes rejoined (groupBarrier)
-        if (failed == 0) finishPeerRows(unit0, region, true, t);  // written before barrier 2
+        if (failed == 0) finishPeerRows(unit0, region, 1, t);  // written before barrier 2
       }
       __syncthreads();
       if (failed) return;
@@ -223,8 +231,14 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     if (next) pushScatter(u + gridDim.x, epoch + 1, kThreads);
     // 4. Wait for the gathered sums.
     if (!waitPeers(c, 1, b, epoch, a.sig)) return;
-    // 5. Epilogue of the peers' rows from the gathered sums.
-    finishPeerRows(unit0, region, false, threadIdx.x);
+    // 5. Epilogue of the peers' rows from the gathered sums: with the split, the last unit's rows
+    // two at a time, one per half-block.
+    if (kSplit && c.two_shot_split && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
+      const int h = threadIdx.x < kHalf ? 0 : 1;
+      finishPeerRows(unit0, region, 2 + h, threadIdx.x - h * kHalf);
+    } else {
+      finishPeerRows(unit0, region, 0, threadIdx.x);
+    }
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
   gridDependencyTrigger<kSync>();
