@@ -340,7 +340,10 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(pick(159, 32768), Strategy::kOneShot);                   // 9.9 MB
   EXPECT_EQ(pick(159, 65536), Strategy::kTwoShot);  // 128 KB rows do not fit a one-shot step
   EXPECT_EQ(pick(160, 16384), Strategy::kTwoShot);                   // 5 MB
-  EXPECT_EQ(pick(400, 1024), Strategy::kOneShot);                    // 0.8 MB: under the 1 MiB rule
+  EXPECT_EQ(pick(400, 1024), Strategy::kOneShot);                    // 800 KB: under the 896 KiB rule
+  EXPECT_EQ(pick(512, 1024), Strategy::kTwoShot);                    // 1 MiB of 2 KB rows
+  EXPECT_EQ(pick(182, 2880), Strategy::kTwoShot);                    // 1 MiB of 5.6 KB rows
+  EXPECT_EQ(pick(128, 4096), Strategy::kOneShot);                    // 1 MiB, 128 tokens: the floor
   EXPECT_NE(std::string(planFor(h200Pair(), Shape{128, 16384}).reason).find("tokens < 160"), std::string::npos);
 }
 

@@ -63,12 +63,15 @@ AutoTable builtinTable(const Topology& t) {
     // but one (bf16 16384, 4% off; 7-12% at 256 rows in session 15's sweeps, where fp32 8192, rows
     // of the same 32 KB, and fp32 16384 favour the two-shot at 256 rows: no row-width rule fits
     // all three). The two-shot runs at most tokens / 2 blocks, so with few rows
-    // it leaves SMs and the link idle. Hence the two-shot from 160 tokens, and above 1 MiB (rows
-    // narrower than 8 KB were not measured; they stay on the one-shot up to 1 MiB). The 2 MiB byte
-    // rule of session 11 took the two-shot at 128 rows of 32-64 KB (1.2-1.5x slower) and the
-    // one-shot at 181-256 rows of 8 KB (1.07-1.16x slower). The NCCL path is slower at every size
-    // measured (by 1.26x or more).
-    table.rules = {{1 * kMiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
+    // it leaves SMs and the link idle. Hence the two-shot from 160 tokens, and above 896 KiB. The
+    // 2 MiB byte rule of session 11 took the two-shot at 128 rows of 32-64 KB (1.2-1.5x slower)
+    // and the one-shot at 181-256 rows of 8 KB (1.07-1.16x slower). Rows narrower than 8 KB
+    // (session 19, v19/call3/sw-narrow-*, one-shot / two-shot): at 1 MiB 1024 x 512 11.5 / 10.6,
+    // 2048 x 256 9.2 / 8.0, 2880 x 182 9.3 / 8.2; at 724-741 KB 1024 x 362 9.2 / 10.3 and
+    // 2048 x 181 8.1 / 7.8. So the byte rule moved from 1 MiB to 896 KiB, between the two; it
+    // changes nothing for rows of 6.5 KB and more, whose messages up to 1 MiB have fewer than
+    // 160 tokens. The NCCL path is slower at every size measured (by 1.26x or more).
+    table.rules = {{896 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.twoshot_min_tokens = 160;
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
