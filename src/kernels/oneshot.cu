@@ -145,8 +145,8 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
 
     // 1. Push this unit's rows, sanitised, then its header, to every peer. The header goes last:
     // before the rows, thread 0's store of it waited for the epoch load and held its warp's input
-    // loads back (H200 pair, session 19, same call, 3 runs: 1 x 4096 3.8-4.0 -> 3.7-3.8 us,
-    // 4 x 4096 4.1-4.4 -> 3.9-4.0, 32 x 8192 7.2-7.6 -> 6.9-7.0).
+    // loads back (H200 pair, session 19, Auto, same call, 3 runs: 4 x 4096 4.1-4.4 -> 3.9-4.0 us,
+    // 32 x 8192 7.2-7.6 -> 6.9-7.0; 1 x 4096 within noise, 3.8-4.0 -> 3.7-3.8).
     auto push = [&](int j, int i) {
       storeToPeers(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)), [&](int peer) {
         return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + (int64_t(senderIndex(c.rank, peer)) * R + j) * stride +
