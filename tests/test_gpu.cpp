@@ -263,20 +263,39 @@ std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<a
   }
   return "";
 }
-// The five operands of a fault test's bf16 call, s bytes each, in one allocation (cudaFree it):
-// input and residual 0x3c3c (about 0.0115), residual_out and norm_out poisoned (NaN), gamma 0x3c3c.
-// Null if the allocation fails.
-char* faultOperands(size_t s) {
-  void* buf = nullptr;
-  if (cudaMalloc(&buf, s * 5) != cudaSuccess) return nullptr;
-  char* b = static_cast<char*>(buf);
-  cudaMemset(b, 0x3c, s * 2);      // input, residual
-  cudaMemset(b + 2 * s, 0xff, s);  // residual_out
-  cudaMemset(b + 3 * s, 0x3c, s);  // gamma
-  cudaMemset(b + 4 * s, 0xff, s);  // norm_out
-  cudaDeviceSynchronize();
-  return b;
-}
+// A fault test's bf16 allReduceAddRMSNorm of tokens x hidden: its five operands, s bytes each, in
+// one allocation (freed with the object): input and residual 0x3c3c (about 0.0115), residual_out
+// and norm_out poisoned (NaN), gamma 0x3c3c. ok() is false if the allocation failed.
+struct FaultCall {
+  int64_t T, H;
+  size_t s;
+  char* b = nullptr;
+  FaultCall(int64_t tokens, int64_t hidden) : T(tokens), H(hidden), s(size_t(tokens * hidden) * 2) {
+    void* buf = nullptr;
+    if (cudaMalloc(&buf, s * 5) != cudaSuccess) return;
+    b = static_cast<char*>(buf);
+    cudaMemset(b, 0x3c, s * 2);  // input, residual
+    poisonOutputs();
+    cudaMemset(gamma(), 0x3c, s);
+    cudaDeviceSynchronize();
+  }
+  FaultCall(const FaultCall&) = delete;
+  ~FaultCall() {
+    if (b) cudaFree(b);
+  }
+  bool ok() const { return b != nullptr; }
+  char* residualOut() const { return b + 2 * s; }
+  char* gamma() const { return b + 3 * s; }
+  char* normOut() const { return b + 4 * s; }
+  void poisonOutputs() const {
+    cudaMemset(residualOut(), 0xff, s);
+    cudaMemset(normOut(), 0xff, s);
+  }
+  Status operator()(RankCtx& ctx) const {
+    return arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, residualOut(), gamma(), normOut(), T, H, DType::kBFloat16, 1e-6f,
+                                         ctx.stream);
+  }
+};
 // The verdict on a call that must time out under testConfig(0.5): call() launches it; it must
 // launch, report kTimeout after about the configured 0.5 s, and the next call must report it too.
 // `what` names the case in the printed line.
@@ -304,14 +323,9 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
     if (ctx.rank == 1) return "";  // never arrives
     const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const size_t s = T * H * 2;
-    char* b = faultOperands(s);
-    if (!b) return "cudaMalloc";
-    const std::string e = timesOutAsConfigured(ctx, [&] {
-      return arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
-    }, "peer skips a call");
-    cudaFree(b);
-    return e;
+    const FaultCall call(T, H);
+    if (!call.ok()) return "cudaMalloc";
+    return timesOutAsConfigured(ctx, [&] { return call(ctx); }, "peer skips a call");
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
@@ -328,11 +342,10 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const size_t s = T * H * 2;
-    char* b = faultOperands(s);
-    if (!b) return "cudaMalloc";
+    const FaultCall call(T, H);
+    if (!call.ok()) return "cudaMalloc";
     if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // after rank 0 gave up
-    Status st = arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
+    Status st = call(ctx);
     if (st != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
     cudaStreamSynchronize(ctx.stream);
     st = arfusion::commGetAsyncError(ctx.comm);
@@ -340,14 +353,13 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
     if (ctx.rank == 0 && st != Status::kTimeout) e = std::string("rank 0: expected kTimeout, got ") + arfusion::statusString(st);
     if (ctx.rank == 1 && st == Status::kSuccess) {
       std::vector<uint16_t> host(2 * T * H);
-      cudaMemcpy(host.data(), b + 2 * s, s, cudaMemcpyDeviceToHost);
-      cudaMemcpy(host.data() + T * H, b + 4 * s, s, cudaMemcpyDeviceToHost);
+      cudaMemcpy(host.data(), call.residualOut(), call.s, cudaMemcpyDeviceToHost);
+      cudaMemcpy(host.data() + T * H, call.normOut(), call.s, cudaMemcpyDeviceToHost);
       int nan = 0;
       for (uint16_t x : host) nan += isNaNBits(x, DType::kBFloat16);
       if (nan) e = "rank 1 reported success with " + std::to_string(nan) + " NaN output elements";
     }
     std::printf("late peer, rank %d: %s\n", ctx.rank, arfusion::statusString(st));
-    cudaFree(b);
     return e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -361,19 +373,17 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
     if (ctx.rank == 1) return "";
     const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const size_t s = T * H * 2;
-    char* b = faultOperands(s);
-    if (!b) return "cudaMalloc";
+    const FaultCall call(T, H);
+    if (!call.ok()) return "cudaMalloc";
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       arfusion::commAbort(ctx.comm);
     });
     const auto t0 = std::chrono::steady_clock::now();
-    arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16, 1e-6f, ctx.stream);
+    call(ctx);
     cudaStreamSynchronize(ctx.stream);
     aborter.join();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    cudaFree(b);
     if (secs > 10) return "abort took " + std::to_string(secs) + " s";
     if (arfusion::commGetAsyncError(ctx.comm) != Status::kAborted) return "expected kAborted";
     return "";
@@ -478,27 +488,20 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     const int64_t T = fp.tokens, H = 1024;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const size_t s = T * H * 2;
-    char* b = faultOperands(s);
-    if (!b) return "cudaMalloc";
-    auto call = [&] {
-      return arfusion::allReduceAddRMSNorm(ctx.comm, b, b + s, b + 2 * s, b + 3 * s, b + 4 * s, T, H, DType::kBFloat16,
-                                           1e-6f, ctx.stream);
-    };
+    const FaultCall call(T, H);
+    if (!call.ok()) return "cudaMalloc";
     std::string e;
     // A clean call first: the hook, not the shape, makes the next one fail.
-    if (call() != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
+    if (call(ctx) != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
         arfusion::commGetAsyncError(ctx.comm) != Status::kSuccess)
       e = std::string("the clean call failed: ") + arfusion::lastError();
     if (e.empty() && ctx.rank == 1 && arfusion::testing::skipAllGatherSignals(ctx.comm, true) != Status::kSuccess)
       e = std::string("skipAllGatherSignals: ") + arfusion::lastError();
     if (e.empty()) {
-      cudaMemset(b + 2 * s, 0xff, s);
-      cudaMemset(b + 4 * s, 0xff, s);
+      call.poisonOutputs();
       cudaDeviceSynchronize();
-      e = timesOutAsConfigured(ctx, call, "split fault");
+      e = timesOutAsConfigured(ctx, [&] { return call(ctx); }, "split fault");
     }
-    cudaFree(b);
     return e.empty() ? e : "rank " + std::to_string(ctx.rank) + ": " + e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
