@@ -101,9 +101,10 @@ bool usesLamport(const Topology& topo, const Shape& shape, Strategy strategy, Sy
                  int rows_per_step);
 
 // Blocks per row of a Lamport one-shot (Plan::row_blocks) whose one-block-per-row geometry is
-// `blocks` x `rows_per_step`: 1, or 2 or 4 (kMaxRowBlocks) for a message of at most 128 KiB whose
-// rows each had a block, on the measured H200 pair, with shares of at least 2 KiB per block and a
-// grid that fits max_blocks and row_clusters. makePlan multiplies the grid by it.
+// `blocks` x `rows_per_step`: 1, or 2 or 4 (kMaxRowBlocks) when every row had a block, on the
+// measured H200 pair, for a message of at most 128 KiB or rows of 32-64 KB at up to 16 tokens,
+// with shares of at least 2 KiB per block and a grid that fits max_blocks and row_clusters.
+// makePlan multiplies the grid by it.
 int oneShotRowBlocks(const Topology& topo, const Shape& shape, int blocks, int rows_per_step);
 
 // The decision. For a forced fused strategy that cannot run, returns kNotSupported with the reason

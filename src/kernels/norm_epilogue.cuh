@@ -199,7 +199,7 @@ struct RowEpilogue {
       sh.partial[w + kWarps / 2] = w1;
     }
     groupBarrier(barrier_id, kHalf);
-    const float scale = scaleOf(a, [&](int k) { return sh.partial[k]; });
+    const float scale = scaleOf(a, sh);
     groupBarrier(barrier_id, kHalf);  // the next row rewrites sh.partial
     const T* gamma = static_cast<const T*>(a.gamma);
 #pragma unroll
@@ -244,7 +244,7 @@ struct RowEpilogue {
     const float w = WarpReduce(sh.warp[warp]).Sum(ss);
     if (threadIdx.x % 32 == 0) sh.partial[warp] = w;
     __syncthreads();
-    const float scale = scaleOf(a, [&](int k) { return sh.partial[k]; });
+    const float scale = scaleOf(a, sh);
     __syncthreads();  // the next row rewrites sh.partial
     return scale;
   }
@@ -280,7 +280,7 @@ struct RowEpilogue {
                    : "=r"(done)
                    : "r"(smemAddr(&sh.arrived))
                    : "memory");
-    return scaleOf(a, [&](int k) { return sh.partial[k]; });
+    return scaleOf(a, sh);
   }
   template <bool kCluster>
   __device__ __forceinline__ static float rowScale(const RowArgs& a, Shared& sh, float ss) {
@@ -288,13 +288,12 @@ struct RowEpilogue {
     return blockScale(a, sh, ss);
   }
   __device__ __forceinline__ static uint32_t smemAddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-  // rsqrt(mean(z^2) + eps) from the kWarps warps' sums of z^2, partial(k) for warp k, added in
-  // warp order: the one order every block shape above keeps.
-  template <typename PartialFn>
-  __device__ __forceinline__ static float scaleOf(const RowArgs& a, PartialFn&& partial) {
-    float total = partial(0);
+  // rsqrt(mean(z^2) + eps) from the kWarps warps' sums of z^2 in sh.partial, added in warp order:
+  // the one order every block shape above keeps.
+  __device__ __forceinline__ static float scaleOf(const RowArgs& a, const Shared& sh) {
+    float total = sh.partial[0];
 #pragma unroll
-    for (int k = 1; k < kWarps; ++k) total += partial(k);
+    for (int k = 1; k < kWarps; ++k) total += sh.partial[k];
     return rsqrtf(total / static_cast<float>(a.hidden) + a.eps);
   }
 };

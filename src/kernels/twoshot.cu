@@ -154,20 +154,22 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   // the whole block (mode 0), by the finishing half of a split block (mode 1: every row, barrier 2),
   // or by half 0 / 1 of the block (modes 2 / 3: every other row, barrier 1 / 2; the last unit,
   // two rows in flight). Thread t of the group.
+  enum Finish { kWholeBlock, kSplitHalf, kLastUnitHalf0, kLastUnitHalf1 };  // the modes above
   auto finishPeerRows = [&](int64_t unit0, const T* region, int mode, int t) {
-    const int step = mode >= 2 ? 2 : 1;
+    const int step = mode >= kLastUnitHalf0 ? 2 : 1;
     for (int d = 1; d < n; ++d) {
       const int owner = (c.rank + d) % n;
       const int64_t first = unit0 + int64_t(owner) * R;
       const int rows = partRows(a.tokens, first, R);
       const T* sums = region + ag_offset + int64_t(senderIndex(owner, c.rank)) * R * stride;
-      for (int j = mode == 3 ? 1 : 0; j < rows; j += step) {
+      for (int j = mode == kLastUnitHalf1 ? 1 : 0; j < rows; j += step) {
         if (j + step < rows && t < 2)  // the group's next row's sum and residual into L2
           prefetchRowL2<T, VEC>(t == 0 ? sums + (j + step) * stride : residualRow<T>(a, first + j + step), a.hidden);
         auto sum = [&](int64_t i) { return loadPackCg<T, VEC>(sums + j * stride + i * VEC); };
         if constexpr (kSplit) {
-          if (mode != 0) {
-            Epi::runOnHalf(a, first + j, mode == 3 ? sh2 : sh, t, mode == 2 ? kPushBarrier : kFinishBarrier, sum);
+          if (mode != kWholeBlock) {
+            Epi::runOnHalf(a, first + j, mode == kLastUnitHalf1 ? sh2 : sh, t,
+                           mode == kLastUnitHalf0 ? kPushBarrier : kFinishBarrier, sum);
             continue;
           }
         }
@@ -220,7 +222,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
         const int t = threadIdx.x - kHalf;
         if (t < n - 1 && !waitPeer(c, 1, b, epoch, a.sig, t)) atomicOr(&failed, 1);
         groupBarrier(kFinishBarrier, kHalf);  // after the polling lanes rejoined (groupBarrier)
-        if (failed == 0) finishPeerRows(unit0, region, 1, t);  // written before barrier 2
+        if (failed == 0) finishPeerRows(unit0, region, kSplitHalf, t);  // written before barrier 2
       }
       __syncthreads();
       if (failed) return;
@@ -233,11 +235,13 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     if (!waitPeers(c, 1, b, epoch, a.sig)) return;
     // 5. Epilogue of the peers' rows from the gathered sums: with the split, the last unit's rows
     // two at a time, one per half-block.
+    // (The split's test above, again: one variable for both changed the generated code, so that
+    // waits for a device A/B; docs/PERF-NOTES.md, repeated kernel code.)
     if (kSplit && c.two_shot_split && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
       const int h = threadIdx.x < kHalf ? 0 : 1;
-      finishPeerRows(unit0, region, 2 + h, threadIdx.x - h * kHalf);
+      finishPeerRows(unit0, region, kLastUnitHalf0 + h, threadIdx.x - h * kHalf);
     } else {
-      finishPeerRows(unit0, region, 0, threadIdx.x);
+      finishPeerRows(unit0, region, kWholeBlock, threadIdx.x);
     }
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
