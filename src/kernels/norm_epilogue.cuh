@@ -160,6 +160,34 @@ struct RowEpilogue {
     }
   }
 
+  // The row in registers with residual_in (r[k]) and gamma (g[k], for the norm) of vector
+  // tid + k * kThreads already loaded by the caller; sumFn(k, i) returns the reduced pack of that
+  // vector i. Ops with a residual only; rows of at most kThreads * kVpt vectors.
+  template <bool kCluster, typename SumFn>
+  __device__ __forceinline__ static void runHeld(const RowArgs& a, int64_t row, Shared& sh, const P* r, const P* g,
+                                                 SumFn&& sumFn) {
+    const int tid = rowThread<kCluster>();
+    const int64_t nvec = a.hidden / VEC;
+    const int64_t base = row * a.hidden;
+    P ro[kVpt];
+    float ss = 0.f;
+#pragma unroll
+    for (int k = 0; k < kVpt; ++k) {
+      const int64_t i = tid + int64_t(k) * kThreads;
+      if (i < nvec) {
+        ro[k] = addResidual(sumFn(k, i), r[k], ss);
+        storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
+      }
+    }
+    if (a.op != Op::kAllReduceAddRMSNorm) return;
+    const float scale = rowScale<kCluster>(a, sh, ss);
+#pragma unroll
+    for (int k = 0; k < kVpt; ++k) {
+      const int64_t i = tid + int64_t(k) * kThreads;
+      if (i < nvec) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, g[k]));
+    }
+  }
+
   // The row on half a block: threads t = 0 .. kThreads/2 - 1 of a group that synchronises on
   // groupBarrier(barrier_id) (sync.cuh), while the other half of the block does something else.
   // Thread t plays threads t and t + kThreads/2 of the full layout above: the same vectors, the

@@ -33,6 +33,11 @@
 //   call's time grows with the bytes each SM pushes and polls (1 x 8192 on one block: 6.2 us; on 4: 5.5).
 //   Limits: one row per cluster and launch (the mbarrier's one phase; launchOneShot refuses more),
 //   every cluster resident at once (Topology::row_clusters).
+//   Held operands: where each thread has at most two vectors of the row (kVpt <= 2) and the op reads
+//   a residual, the kernel loads its input, residual and gamma into registers before its NVLink
+//   stores and sums its own input from them. A load issued after those stores returns only once
+//   they have drained (~1 us at 1 x 4096, per-warp %globaltimer trace, session 19); a poll does not
+//   wait. The one-block kernel has no registers to spare for it (118 of 128 at bf16 8192).
 // Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
 //   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
 //   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
@@ -153,7 +158,30 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
                i * VEC;
       });
     };
-    if constexpr (kCluster) {
+    // Held operands (header comment): the row's input, residual and gamma in registers before the
+    // NVLink stores. Same vectors per thread as the loop below, so the peers see the same layout.
+    constexpr bool kCanHold = kCluster && kVpt <= 2;
+    const bool held = kCanHold && rows == 1 && nvec <= int64_t(kThreads) * kVpt && a.op != Op::kAllReduce;
+    P mine[kVpt], hres[kVpt], hgam[kVpt];
+    if (held) {
+#pragma unroll
+      for (int k = 0; k < kVpt; ++k) {
+        const int64_t i = tid + int64_t(k) * kThreads;
+        if (i < nvec) {
+          mine[k] = lamportSanitize(loadPack<T, VEC>(in + row0 * a.hidden + i * VEC));
+          hres[k] = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC);
+          if (a.op == Op::kAllReduceAddRMSNorm) hgam[k] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kVpt; ++k) {
+        const int64_t i = tid + int64_t(k) * kThreads;
+        if (i < nvec)
+          storeToPeers(c, mine[k], [&](int peer) {
+            return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + int64_t(senderIndex(c.rank, peer)) * R * stride + i * VEC;
+          });
+      }
+    } else if constexpr (kCluster) {
       // Exactly the vectors this block's threads reduce (RowEpilogue layout): the peer's block b,
       // which polls them, shares the row with the same blocks.
       for (int j = 0; j < rows; ++j)
@@ -176,7 +204,20 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
     T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
     headers.watch(c, b, epoch);
-    for (int j = 0; j < rows; ++j) {
+    if (held) {
+      Epi::template runHeld<kCluster>(a, row0, sh, hres, hgam, [&](int k, int64_t i) {
+        const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
+          if (src == c.rank) return mine[k];
+          T* slot = region + int64_t(senderIndex(src, c.rank)) * R * stride + i * VEC;
+          const P p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+          lamportClear<T, VEC>(slot);
+          return p;
+        });
+        if (headers.checker && k == 0) headers.peek();
+        return s;
+      });
+    }
+    for (int j = 0; j < (held ? 0 : rows); ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::template run<kCluster>(a, row0 + j, sh, [&](int64_t i) {
         const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
