@@ -113,8 +113,9 @@ cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, int
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with
-//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster);
+//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
+//   static constexpr bool kHeldOperands; // whether it has kernels that hold a one-row unit's operands
 // giving the kernel of a variant, sync mode and row layout (one block per row, or a cluster).
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
 // the kernels the launches use.
@@ -123,7 +124,11 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
   if (launch.row_blocks > 1 && !Family::kClusterRows) return cudaErrorInvalidConfiguration;
   return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
     using V = decltype(v);
-    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1),
+    // One row per unit of an op with a residual: the one-shot's kernel that holds the row's
+    // operands (oneshot.cu). The same vectors, order and protocol as the other, so it changes no
+    // wait: ranks need not agree on it.
+    const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
+    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1, held),
                        launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
@@ -135,8 +140,11 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
     for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
       for (bool cluster : {false, true}) {
         if (cluster && !Family::kClusterRows) continue;
-        const cudaError_t e = visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster));
-        if (e != cudaSuccess) return e;
+        for (bool held : {false, true}) {
+          if (held && !Family::kHeldOperands) continue;
+          const cudaError_t e = visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster, held));
+          if (e != cudaSuccess) return e;
+        }
       }
     }
     return cudaSuccess;

@@ -33,11 +33,17 @@
 //   call's time grows with the bytes each SM pushes and polls (1 x 8192 on one block: 6.2 us; on 4: 5.5).
 //   Limits: one row per cluster and launch (the mbarrier's one phase; launchOneShot refuses more),
 //   every cluster resident at once (Topology::row_clusters).
-//   Held operands: where each thread has at most two vectors of the row (kVpt <= 2) and the op reads
-//   a residual, the kernel loads its input, residual and gamma into registers before its NVLink
-//   stores and sums its own input from them. A load issued after those stores returns only once
-//   they have drained (~1 us at 1 x 4096, per-warp %globaltimer trace, session 19); a poll does not
-//   wait. The one-block kernel has no registers to spare for it (118 of 128 at bf16 8192).
+//   Held operands: in a unit of one row (R == 1) whose row takes at most two vectors per thread
+//   (kVpt <= 2), of an op that reads a residual, the kernel loads its input, residual and gamma
+//   into registers before its NVLink stores and sums its own input from them. A load issued after
+//   those stores returns only once they have drained (~1 us at 1 x 4096, per-warp %globaltimer
+//   trace, session 19); a poll does not wait. The one-block form has a kernel of its own for it
+//   (kHeld: 126 registers at bf16 8192, no spill; the branch in the general kernel spilled), the
+//   cluster form a branch (its own kernel measured 0.1-0.2 us slower at 4-16 x 4096). H200 pair,
+//   bf16 Auto, same call, 3 runs: 1 x 4096 3.7-3.8 -> 3.6-3.7 us, 1 x 8192 5.3-5.4 -> 5.0-5.1
+//   (cluster, session 20 call 1); 16 x 8192 6.5 -> 6.1, 64 x 8192 9.6-9.7 -> 9.2-9.3, 128 x 8192
+//   12.8-12.9 -> 12.3 (one block per row, call 2). The plain allreduce does not hold its input:
+//   at 1-8 x 8192 that was 0.4-0.7 us slower (call 2).
 // Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
 //   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
 //   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
@@ -105,7 +111,10 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 }
 
 
-template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster>
+// kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel (header
+// comment), launched only for units of one row (R == 1) of an op that reads a residual
+// (dispatch.cuh launchFamily); it has no other path.
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld>
 // (kThreads, 1): without it ptxas held this kernel to 64 registers and spilled 156-364 bytes per
 // thread (bf16); with it, 105 registers and no spill. 1 x 4096 4.8 -> 4.6 us, 16 x 8192 8.7 -> 8.3
 // (H200 pair, session 4).
@@ -113,6 +122,7 @@ template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster>
 // registers, and no spill (at kThreads its bf16 kernels spilled 4-20 bytes).
 __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
+  static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
@@ -159,9 +169,9 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
       });
     };
     // Held operands (header comment): the row's input, residual and gamma in registers before the
-    // NVLink stores. Same vectors per thread as the loop below, so the peers see the same layout.
-    constexpr bool kCanHold = kCluster && kVpt <= 2;
-    const bool held = kCanHold && rows == 1 && nvec <= int64_t(kThreads) * kVpt && a.op != Op::kAllReduce;
+    // NVLink stores. Same vectors per thread as the loops below, so the peers see the same layout.
+    // (The kHeld kernel's rows fit by dispatchVariant's choice of kVpt <= 2.)
+    const bool held = kHeld || (kCluster && kVpt <= 2 && rows == 1 && nvec <= int64_t(kThreads) * kVpt && a.op != Op::kAllReduce);
     P mine[kVpt], hres[kVpt], hgam[kVpt];
     if (held) {
 #pragma unroll
@@ -248,11 +258,16 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
 struct OneShot {
   static constexpr bool kClusterRows = true;  // the Lamport kernel can spread a row over a cluster
+  static constexpr bool kHeldOperands = true;  // and hold a one-row unit's operands (header comment)
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync, bool cluster) {
-    if (sync == SyncMode::kGridDependency)
-      return cluster ? oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, true>
-                     : oneShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, false>;
+  static auto kernel(SyncMode sync, bool cluster, bool held) {
+    constexpr SyncMode G = SyncMode::kGridDependency;
+    if (sync == G) {
+      if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false>;  // holds by a branch (header comment)
+      if constexpr (kVpt <= 2)
+        if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true>;
+      return oneShotLamportKernel<T, VEC, kVpt, G, false, false>;
+    }
     return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
 };
@@ -282,7 +297,7 @@ cudaError_t oneShotMaxClusters(int row_blocks, int* clusters) {
     const FusedConfig c(false, row_blocks, row_blocks, nullptr);  // one cluster; no stream attribute
     int n = 0;
     const cudaError_t err = cudaOccupancyMaxActiveClusters(
-        &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true), &c.cfg);
+        &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true, false), &c.cfg);
     fewest = n < fewest ? n : fewest;
     return err;
   });

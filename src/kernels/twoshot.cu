@@ -352,8 +352,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
 struct TwoShot {
   static constexpr bool kClusterRows = false;  // one block per row
+  static constexpr bool kHeldOperands = false;
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync, bool /*cluster*/) {
+  static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/) {
     return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency>
                                              : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
@@ -363,8 +364,9 @@ struct TwoShot {
 // once per sync mode, which preloads it twice, harmlessly.
 struct TwoShotLamport {
   static constexpr bool kClusterRows = false;
+  static constexpr bool kHeldOperands = false;
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode, bool /*cluster*/) {
+  static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/) {
     return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>;
   }
 };
