@@ -41,9 +41,9 @@
 //   (kHeld: 126 registers at bf16 8192, no spill; the branch in the general kernel spilled), the
 //   cluster form a branch (its own kernel measured 0.1-0.2 us slower at 4-16 x 4096). H200 pair,
 //   bf16 Auto, same call, 3 runs: 1 x 4096 3.7-3.8 -> 3.6-3.7 us, 1 x 8192 5.3-5.4 -> 5.0-5.1
-//   (cluster, session 20 call 1); 16 x 8192 6.5 -> 6.1, 64 x 8192 9.6-9.7 -> 9.2-9.3, 128 x 8192
-//   12.8-12.9 -> 12.3 (one block per row, call 2). The plain allreduce does not hold its input:
-//   at 1-8 x 8192 that was 0.4-0.7 us slower (call 2).
+//   (cluster, session 20 call 1); 16 x 8192 6.6 -> 6.0, 64 x 8192 9.8 -> 9.1, 128 x 8192
+//   12.8-12.9 -> 12.2-12.4 (one block per row, call 3). The plain allreduce does not hold its
+//   input: at 1-8 x 8192 that was 0.4-0.7 us slower (call 2).
 // Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
 //   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
 //   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
