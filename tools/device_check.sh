@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Builds for sm_90a and runs the chosen stages on a GPU machine, logs under $OUT (default
-# ./device-out). Stages: build tests sanitize gbench sweep sass (default: build tests gbench).
-# Never enables NVLink multicast.
+# ./device-out). Stages: build tests sanitize gbench sweep sass variants ab (default: build tests
+# gbench). Never enables NVLink multicast.
+# A/B of bench-only variants: VARIANTS="base=a.patch:R v1=b.patch" names each variant and the patch
+# that makes it from this tree (":R" applies it reversed, e.g. the base of a change under test;
+# "name=" is the tree as it is). `variants` builds them in parallel (copies of the tracked files,
+# bench targets only, /tmp/arf-NAME), `ab` runs AB_RUNS (3) rounds of bench_arfusion over main
+# (build-h200, from `build`, if present) and every variant, AB_FILTER selecting the benchmarks,
+# and writes $OUT/ab.txt (tools/gbtable.py: the last column compares the last label with the first,
+# so list the base first and main comes last).
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-device-out}
@@ -50,6 +57,33 @@ if has gbench; then
 fi
 if has sweep; then
   $B/benchmarks/arfusion-bench --out "$OUT/sweep" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.txt" | tail -80
+fi
+if has variants; then
+  for v in ${VARIANTS:-}; do
+    name=${v%%=*}; spec=${v#*=}; patch_file=${spec%:R}; reverse=""; [ "$spec" != "$patch_file" ] && reverse=-R
+    [ -n "$patch_file" ] && patch_file=$(realpath "$patch_file")
+    ( dir=/tmp/arf-$name && rm -rf $dir && mkdir -p $dir && git ls-files -z | xargs -0 cp --parents -t $dir \
+      && { [ -z "$patch_file" ] || (cd $dir && patch $reverse -p1 < "$patch_file" > "$OUT/patch-$name.log"); } \
+      && cmake -S $dir -B $dir/build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release -DARFUSION_BUILD_TESTS=OFF > /dev/null \
+      && cmake --build $dir/build -j 8 --target bench_arfusion arfusion-bench > "$OUT/build-$name.log" 2>&1
+      echo "variant $name: build rc=$?" ) &
+  done
+  wait
+fi
+if has ab; then
+  labels=""
+  for v in ${VARIANTS:-}; do labels="$labels ${v%%=*}"; done
+  [ -x $B/benchmarks/bench_arfusion ] && labels="$labels main"
+  args=""
+  for i in $(seq 1 ${AB_RUNS:-3}); do
+    for l in $labels; do
+      bin=/tmp/arf-$l/build/benchmarks/bench_arfusion; [ $l = main ] && bin=$B/benchmarks/bench_arfusion
+      timeout 120 $bin --benchmark_filter="${AB_FILTER:-.}" --benchmark_out="$OUT/gb-$l-$i.json" --benchmark_out_format=json > "$OUT/gb-$l-$i.txt" 2>&1
+      args="$args $l=$OUT/gb-$l-$i.json"
+    done
+  done
+  python3 tools/gbtable.py $args > "$OUT/ab.txt" 2>&1
+  echo "ab: $(echo $labels | wc -w) labels x ${AB_RUNS:-3} runs -> $OUT/ab.txt"
 fi
 if has sass; then
   for o in $B/CMakeFiles/arfusion_objects.dir/src/kernels/oneshot.cu.o; do
