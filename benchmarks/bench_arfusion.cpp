@@ -82,8 +82,10 @@ void shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK_CAPTURE(run, peer_copy, Path::kPeerCopy, Op::kAllReduce)->Args({8192, 8192, int(DType::kBFloat16)})->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-// Peer stores at the two-shot shapes: the bandwidth the links give SM stores at that message size.
+// Peer stores at the one-shot and two-shot target shapes: what the links give SM stores at that
+// message size (a kernel per call, no cross-rank sync; at decode sizes mostly launch and crossing).
 BENCHMARK_CAPTURE(run, peer_store, Path::kPeerStore, Op::kAllReduce)
+    ->Args({1, 4096, int(DType::kBFloat16)})->Args({128, 8192, int(DType::kBFloat16)})
     ->Args({512, 8192, int(DType::kBFloat16)})->Args({2048, 8192, int(DType::kBFloat16)})
     ->Args({8192, 8192, int(DType::kBFloat16)})->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(run, nccl_allreduce, Path::kNcclAllReduce, Op::kAllReduce)->Apply(shapes);
