@@ -35,9 +35,11 @@
 //   every cluster resident at once (Topology::row_clusters).
 //   Held operands: in a unit of one row (R == 1) whose row takes at most two vectors per thread
 //   (kVpt <= 2), of an op that reads a residual, the kernel loads its input, residual and gamma
-//   into registers before its NVLink stores and sums its own input from them. A load issued after
-//   those stores returns only once they have drained (~1 us at 1 x 4096, per-warp %globaltimer
-//   trace, session 19); a poll does not wait. The one-block form has a kernel of its own for it
+//   into registers before its NVLink stores and sums its own input from them. Why it pays: while
+//   every SM pushes (128 blocks x 16 KB), a pushing SM's dependent L2 loads take ~790 ns instead
+//   of ~185, in every PTX load form (session 21, lap.cu). One block's 8-16 KB push leaves them at
+//   ~180, so the ~1 us that session 19's trace saw such a load take at 1 x 4096 has another cause
+//   (open). The one-block form has a kernel of its own for it
 //   (kHeld: 126 registers at bf16 8192, no spill; the branch in the general kernel spilled), the
 //   cluster form a branch (its own kernel measured 0.1-0.2 us slower at 4-16 x 4096). H200 pair,
 //   bf16 Auto, same call, 3 runs: 1 x 4096 3.7-3.8 -> 3.6-3.7 us, 1 x 8192 5.3-5.4 -> 5.0-5.1
