@@ -5,8 +5,10 @@
 # A/B of bench-only variants: VARIANTS="base=a.patch:R v1=b.patch" names each variant and the patch
 # that makes it from this tree (":R" applies it reversed, e.g. the base of a change under test;
 # "name=" is the tree as it is). `variants` builds them in parallel (copies of the tracked files,
-# bench targets only, /tmp/arf-NAME), `ab` runs AB_RUNS (3) rounds of bench_arfusion over main
-# (build-h200, from `build`, if present) and every variant, AB_FILTER selecting the benchmarks,
+# /tmp/arf-NAME; VARIANT_TARGETS, default the two bench targets; naming test_gpu or
+# test_gpu_procs there configures the tests too, to check a variant before an A/B). `ab` runs
+# AB_RUNS (3) rounds of bench_arfusion over main (build-h200, from `build`, if present) and every
+# variant, AB_FILTER selecting the benchmarks,
 # and writes $OUT/ab.txt (tools/gbtable.py: the last column compares the last label with the first,
 # so list the base first and main comes last).
 set -uo pipefail
@@ -59,13 +61,15 @@ if has sweep; then
   $B/benchmarks/arfusion-bench --out "$OUT/sweep" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.txt" | tail -80
 fi
 if has variants; then
+  targets=${VARIANT_TARGETS:-bench_arfusion arfusion-bench}
+  tests=OFF; [[ " $targets " == *" test_gpu"* ]] && tests=ON
   for v in ${VARIANTS:-}; do
     name=${v%%=*}; spec=${v#*=}; patch_file=${spec%:R}; reverse=""; [ "$spec" != "$patch_file" ] && reverse=-R
     [ -n "$patch_file" ] && patch_file=$(realpath "$patch_file")
     ( dir=/tmp/arf-$name && rm -rf $dir && mkdir -p $dir && git ls-files -z | xargs -0 cp --parents -t $dir \
       && { [ -z "$patch_file" ] || (cd $dir && patch $reverse -p1 < "$patch_file" > "$OUT/patch-$name.log"); } \
-      && cmake -S $dir -B $dir/build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release -DARFUSION_BUILD_TESTS=OFF > /dev/null \
-      && cmake --build $dir/build -j 8 --target bench_arfusion arfusion-bench > "$OUT/build-$name.log" 2>&1
+      && cmake -S $dir -B $dir/build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release -DARFUSION_BUILD_TESTS=$tests > /dev/null \
+      && cmake --build $dir/build -j 8 --target $targets > "$OUT/build-$name.log" 2>&1
       echo "variant $name: build rc=$?" ) &
   done
   wait
