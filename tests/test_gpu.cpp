@@ -512,6 +512,84 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
 INSTANTIATE_TEST_SUITE_P(SyncModes, SplitFault,
                          ::testing::Values(arfusion::SyncMode::kFlagBarrier, arfusion::SyncMode::kGridDependency));
 
+// ------------------------------------------------------------------ stale flags, epoch wrap
+// A host barrier that carries each rank's verdict: every rank calls it, failed or not, and gets
+// "" only if every rank passed "" (otherwise its own failure or the first failing rank's). On one
+// GPU it also keeps a rank from launching a kernel that spins on its peers while a peer still
+// allocates or synchronises the device (which would wait for that kernel).
+std::string barrier(RankCtx& ctx, const std::string& mine) {
+  int ok = mine.empty() ? 1 : 0;
+  std::vector<int> all(ctx.world);
+  ctx.allGather(&ok, all.data(), sizeof ok);
+  if (!mine.empty()) return mine;
+  for (int r = 0; r < ctx.world; ++r)
+    if (!all[r]) return "rank " + std::to_string(r) + " failed";
+  return "";
+}
+
+// Unless `prior` is a failure, sets this rank's epochs to `value` (testing::setEpochs); then the
+// barrier setEpochs asks for.
+std::string setEpochsOnAll(RankCtx& ctx, uint32_t value, std::string prior) {
+  if (prior.empty() && arfusion::testing::setEpochs(ctx.comm, value) != Status::kSuccess)
+    prior = std::string("setEpochs: ") + arfusion::lastError();
+  return barrier(ctx, prior);
+}
+
+// A flag more than 2^31 epochs behind its block's epoch must not pass a flag kernel's wait. The
+// Lamport kernels advance the epochs and write no flag (and the one-shot never writes phase 1), so
+// a decode-only stretch of a day or two leaves every flag that far behind. Here one clean call
+// writes the path's flags, both ranks' epochs jump 3 * 2^30 ahead, and rank 1 makes no further
+// call: rank 0's call must time out. A wait that took "epoch at or after e" in wrapping 32-bit
+// arithmetic read these flags as 2^30 ahead and finished the call alone, on stale data.
+class StaleFlags : public ::testing::TestWithParam<FaultPath> {};
+
+TEST_P(StaleFlags, AFlagWaitAfterTwoTo31EpochsStillWaitsForThePeer) {
+  std::string skip;
+  const FaultPath fp = GetParam();
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
+    const int64_t T = fp.tokens, H = fp.hidden;
+    std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}});
+    const FaultCall call(T, H);
+    if (e.empty() && !call.ok()) e = "cudaMalloc";
+    e = barrier(ctx, e);  // every rank's buffers exist before any rank launches
+    if (e.empty() && (call(ctx) != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
+                      arfusion::commGetAsyncError(ctx.comm) != Status::kSuccess))
+      e = std::string("the clean call failed: ") + arfusion::lastError();
+    e = setEpochsOnAll(ctx, 3u << 30, e);
+    if (!e.empty() || ctx.rank == 1) return e;  // rank 1 never arrives
+    call.poisonOutputs();
+    cudaDeviceSynchronize();
+    return timesOutAsConfigured(ctx, [&] { return call(ctx); }, "flags 3 * 2^30 epochs behind");
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(FlagKernels, StaleFlags,
+                         ::testing::Values(FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kFlagBarrier, false},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false},
+                                           FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false, 4200, true}));
+
+// Epochs wrap at 2^32: every strategy and sync mode is correct across the wrap. Each case runs in
+// a fresh group (flags never written) whose epochs are set 3 below the wrap, so that its first
+// calls cross it. (Setting them back in a group that ran already would leave flags written
+// "after" the new epochs, which no real sequence of calls produces.)
+TEST_P(LocalGroup, CallsAcrossTheEpochWrap) {
+  const ShapeCase cases[] = {{DType::kBFloat16, 4, 1024, 7101, true},
+                             {DType::kBFloat16, 129, 4096, 7102},
+                             {DType::kFloat32, 17, 2880, 7103},
+                             {DType::kBFloat16, 1000, 2048, 7104}};
+  for (const ShapeCase& c : cases) {
+    std::string skip;
+    const std::string err = runLocalGroup(GetParam(), testConfig(), 16, [c](RankCtx& ctx) -> std::string {
+      std::string e = setEpochsOnAll(ctx, ~0u - 2, "");
+      return e.empty() ? scenarioShape(ctx, c) : e;
+    }, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    EXPECT_EQ(err, "");
+  }
+}
+
 // ------------------------------------------------------------------ the single-GPU kernel
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {
   if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";

@@ -24,4 +24,11 @@ Status createGroup(int world, const int* devices, const Config& config, std::vec
 // peers' next step). Takes effect from the next call; kInvalidArgument for a null communicator.
 Status skipAllGatherSignals(Communicator* comm, bool on);
 
+// Sets every block's epoch counter of this rank to `value`, once this rank's last call has
+// finished: tests of what 2^31 or 2^32 calls do to the flag protocol (src/kernels/sync.cuh) without
+// making them. Call it on every rank with the same value between the same two calls (ranks' epochs
+// must stay equal), and let no rank make its next call before all have returned (a host barrier).
+// kInvalidArgument for a null communicator.
+Status setEpochs(Communicator* comm, uint32_t value);
+
 }  // namespace arfusion::testing

@@ -303,5 +303,25 @@ Status skipAllGatherSignals(Communicator* comm, bool on) {
   return Status::kSuccess;
 }
 
+Status setEpochs(Communicator* comm, uint32_t value) {
+  detail::clearError();
+  if (!comm) return detail::fail(Status::kInvalidArgument, "setEpochs: null communicator");
+  const int blocks = comm->dev.max_blocks;
+  if (blocks == 0) return Status::kSuccess;  // no fused kernels, no epochs
+  DeviceGuard guard(comm->device);
+  // Its own non-blocking stream: a peer sharing this GPU may have a kernel waiting for this rank,
+  // which a copy on the legacy default stream would wait for in turn.
+  cudaStream_t s = nullptr;
+  ARF_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const std::vector<uint32_t> epochs(static_cast<size_t>(blocks), value);
+  cudaError_t e = cudaEventSynchronize(comm->last_call);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(comm->dev.epochs, epochs.data(), epochs.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, s);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  ARF_CUDA(e);
+  return Status::kSuccess;
+}
+
 }  // namespace testing
 }  // namespace arfusion

@@ -27,6 +27,9 @@ constexpr int kMaxRowBlocks = 4;
 constexpr int kSlots = 2;
 // Flag phases: 0 = one-shot data / two-shot reduce-scatter, 1 = two-shot all-gather.
 constexpr int kPhases = 2;
+// Bit 63 of every flag a kernel writes (the signature below it has 31 bits): a flag still zero
+// from creation matches no epoch (sync.cuh, step 2).
+constexpr uint64_t kFlagWritten = uint64_t(1) << 63;
 // Bytes at the start of every Lamport region for the senders' call headers (one 16-byte pack per
 // sender slot, sync.cuh "Call signatures"); the rows follow.
 constexpr size_t kLamportHeaderBytes = 16 * kMaxRanks;
@@ -38,7 +41,7 @@ enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2, kErrMismatch = 3
 // Device-side view of one rank's communicator: peer pointers and the control words. Passed by value.
 struct DeviceComm {
   uint64_t* flags[kMaxRanks];  // each rank's flag array: [kPhases][max_blocks][kMaxRanks] (by sender),
-                               // each flag = call signature << 32 | epoch
+                               // each flag = kFlagWritten | call signature << 32 | epoch
   uint8_t* data[kMaxRanks];    // each rank's data regions: [max_blocks][kSlots][region_bytes]
   uint8_t* lamport[kMaxRanks]; // each rank's Lamport regions: [max_blocks][kSlots][lamport_region_bytes]; all-ones when idle
   uint32_t* epochs;            // this rank's per-block epoch counters [max_blocks] (local)

@@ -4,22 +4,31 @@
 //   Every block b of every rank owns an epoch counter epochs[b] in local device memory. Each
 //   synchronised step of block b increments it, so block b of every rank sees the same sequence of
 //   epochs: ranks launch identical grids and identical step counts (both are derived from the call's
-//   shape only). Epochs are never reset; comparisons are wraparound-safe.
+//   shape only). Epochs are never reset and wrap at 2^32.
 //   A step at epoch e:
 //     1. writes its payload into slot (e % kSlots) of block b's region on every peer (plain stores);
 //     2. __syncthreads(); one thread per peer does a system-scope *release* store of
-//        (signature << 32 | e) into the peer's flags[phase][b][my rank] (64 bits). bar.sync orders
+//        (kFlagWritten | signature << 32 | e) into the peer's flags[phase][b][my rank] (64 bits;
+//        kFlagWritten, bit 63, is set in every flag ever written: zeroed flags match no epoch). bar.sync orders
 //        the block's payload stores before the release, and release at system scope makes them
 //        visible before the flag;
 //     3. one thread per peer spins on a system-scope relaxed load of its own flags[phase][b][peer]
-//        until its epoch reads >= e, then issues a system-scope acquire fence and __syncthreads();
+//        until it is written with epoch e or e+1, then issues a system-scope acquire fence and __syncthreads();
 //        payload reads come after the fence. Payload is read with ld.global.cg (L2 only), never
 //        through the non-coherent L1.
 //   Buffer reuse ("data ready" vs "buffer free"): a peer's flag e is written after the peer finished
 //   every read of epoch e-1 (block b's steps run in order). With two slots, epoch e+1 overwrites the
 //   slot of epoch e-1, and a rank starts writing e+1 only after it saw every peer's flag e. So a
 //   ready flag of epoch e is also the free signal of slot (e+1) % 2; no separate flag is needed,
-//   and no block can run more than one epoch ahead of a peer (flags hold e or e+1, hence ">=").
+//   and no block can run more than one epoch ahead of a peer: a flag that is current holds e or e+1.
+//   Only those two values pass, not any epoch "at or after" e: a flag can be stale by any number of
+//   epochs, because the Lamport kernels advance epochs[b] without writing flags and the one-shot
+//   never writes phase 1. With an "at or after" test in wrapping 32-bit arithmetic, a flag left
+//   2^31 epochs behind (a day or two of decode-only Lamport calls) read as ahead, and the next flag
+//   kernel passed its waits without its peers (found in review, session 22; tests/test_gpu.cpp
+//   StaleFlags). What remains: a flag written exactly k * 2^32 (or that minus 1) epochs before the
+//   wait, with no flag of that phase and block written since, passes; the next flag step of that
+//   block would have to land on one of 2 epoch values out of 2^32.
 //
 // Lamport protocol (the one-shot in GridDependency mode; no flags, no fences)
 //   Block b's regions in the Lamport area hold all-ones bytes when idle. For bf16, fp16 and fp32 an
@@ -147,7 +156,7 @@ __device__ __forceinline__ void storeToPeers(const DeviceComm& c, const Pack<T, 
 __device__ __forceinline__ void signalPeer(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig, int t) {
   const int peer = t < c.rank ? t : t + 1;
   cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(*flagAddr(c.flags[peer], c.max_blocks, phase, block, c.rank));
-  flag.store((static_cast<uint64_t>(sig) << 32) | epoch, cuda::std::memory_order_release);
+  flag.store(kFlagWritten | (static_cast<uint64_t>(sig) << 32) | epoch, cuda::std::memory_order_release);
 }
 
 // Step 2 of the protocol. Call with every thread of the block, after the payload stores. `send`
@@ -185,9 +194,9 @@ __device__ __forceinline__ bool waitPeer(const DeviceComm& c, int phase, int blo
     // acquire load per poll would pay the fence on every iteration.
     const uint64_t f = flag.load(cuda::std::memory_order_relaxed);
     const uint32_t seen = static_cast<uint32_t>(f);
-    if (static_cast<int32_t>(seen - epoch) >= 0) {
+    if ((f & kFlagWritten) && seen - epoch <= 1u) {  // e or e+1 (header comment)
       cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
-      if (seen == epoch && static_cast<uint32_t>(f >> 32) != sig) {
+      if (seen == epoch && static_cast<uint32_t>(f >> 32 & 0x7fffffffu) != sig) {
         reportFailure(c.error, kErrMismatch, block, peer, epoch);
         return false;
       }
