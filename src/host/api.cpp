@@ -70,8 +70,12 @@ Status ncclPath(Communicator* c, const RowArgs& a, DType dtype, bool vector, cud
         return Status::kSuccess;
       }
       // In place: no caller buffer can hold the sum, so go through the scratch buffer in chunks.
+      // A failed launch does not stop the loop: the peers' NCCL calls of the later chunks, which
+      // have no timeout, would wait for this rank's forever. Every chunk's allreduce is issued,
+      // and the first failure is returned at the end.
       const size_t row_bytes = static_cast<size_t>(a.hidden) * detail::elemSize(dtype);
       const int64_t rows_per_chunk = static_cast<int64_t>(c->scratch_bytes / row_bytes);
+      cudaError_t launched = cudaSuccess;
       for (int64_t r0 = 0; r0 < a.tokens; r0 += rows_per_chunk) {
         const int64_t rows = std::min(rows_per_chunk, a.tokens - r0);
         const size_t off = static_cast<size_t>(r0) * row_bytes;
@@ -82,8 +86,11 @@ Status ncclPath(Communicator* c, const RowArgs& a, DType dtype, bool vector, cud
         b.residual_in = static_cast<const char*>(a.residual_in) + off;
         b.residual_out = static_cast<char*>(a.residual_out) + off;
         b.tokens = rows;
-        ARF_CUDA(detail::launchAddRMSNorm(b, dtype, vector && (reinterpret_cast<uintptr_t>(b.residual_out) % 16 == 0), stream));
+        if (launched == cudaSuccess)
+          launched = detail::launchAddRMSNorm(b, dtype, vector && (reinterpret_cast<uintptr_t>(b.residual_out) % 16 == 0), stream);
       }
+      if (launched != cudaSuccess)
+        return detail::failf(Status::kCudaError, "launching the add-RMSNorm kernel failed: %s", cudaGetErrorString(launched));
       return Status::kSuccess;
     }
   }

@@ -112,6 +112,18 @@ cudaError_t launchFused(void (*kernel)(KArgs...), SyncMode sync, int blocks, int
   return cudaLaunchKernelEx(&c.cfg, kernel, std::forward<Args>(args)...);
 }
 
+// Launches kernel<<<blocks, threads, 0, stream>>>(args...) and returns this launch's own status:
+// cudaGetLastError() after a <<<>>> launch also returns an earlier, unchecked error of the calling
+// thread (the caller's, say), which would make a call that did launch report a failure.
+template <typename... KArgs, typename... Args>
+cudaError_t launchPlain(void (*kernel)(KArgs...), unsigned blocks, unsigned threads, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.stream = stream;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
 // A fused kernel family (one-shot, two-shot) is a type with
 //   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster

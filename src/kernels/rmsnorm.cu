@@ -57,8 +57,7 @@ cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cuda
   const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
   return dispatchVariant(dtype, vector, args.hidden, [&](auto v) {
     using V = decltype(v);
-    addRMSNormKernelFor<typename V::type, V::vec, V::vpt>(args.op)<<<blocks, kThreads, 0, stream>>>(args);
-    return cudaGetLastError();
+    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt>(args.op), blocks, kThreads, stream, args);
   });
 }
 

@@ -27,8 +27,7 @@ __global__ void delayedFill(__nv_bfloat16* buf, int64_t n, int rank, uint32_t ge
 
 cudaError_t launchDelayedFill(void* buf, int64_t n, int rank, uint32_t gen, unsigned long long delay_ns,
                               cudaStream_t stream) {
-  delayedFill<<<8, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(buf), n, rank, gen, delay_ns);
-  return cudaGetLastError();
+  return launchPlain(delayedFill, 8, 256, stream, static_cast<__nv_bfloat16*>(buf), n, rank, gen, delay_ns);
 }
 
 cudaError_t forEachSelfCheckKernel(const KernelVisitor& visit) { return visitKernel(visit, delayedFill); }
