@@ -537,7 +537,7 @@ std::string setEpochsOnAll(RankCtx& ctx, uint32_t value, std::string prior) {
 
 // A flag more than 2^31 epochs behind its block's epoch must not pass a flag kernel's wait. The
 // Lamport kernels advance the epochs and write no flag (and the one-shot never writes phase 1), so
-// a decode-only stretch of a day or two leaves every flag that far behind. Here one clean call
+// days of decode-only calls leave every flag that far behind. Here one clean call
 // writes the path's flags, both ranks' epochs jump 3 * 2^30 ahead, and rank 1 makes no further
 // call: rank 0's call must time out. A wait that took "epoch at or after e" in wrapping 32-bit
 // arithmetic read these flags as 2^30 ahead and finished the call alone, on stale data.

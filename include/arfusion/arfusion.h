@@ -3,7 +3,8 @@
 // One call replaces "NCCL allreduce, then an add-RMSNorm kernel" on every rank of a tensor-parallel
 // group:
 //
-//     s            = sum over ranks of input                  (fp32 accumulation, fixed rank order)
+//     s            = sum over ranks of input      (fused paths: fp32 accumulation, rank order 0..n-1;
+//                                                  the NCCL path: NCCL's order and precision)
 //     residual_out = residual_in + s
 //     norm_out     = residual_out * rsqrt(mean(residual_out^2) + eps) * gamma      (per token)
 //
@@ -19,11 +20,13 @@
 //   * Collective: every rank of the communicator makes the same calls, in the same order, with the
 //     same shapes, dtypes and strategy settings, from one host thread at a time. Calls pair up by
 //     their order on each rank. A rank that skips a call and makes no further call leaves its peers
-//     waiting: they give up after Config::timeout_seconds and report Status::kTimeout. But a rank
+//     waiting: on the fused paths they give up after Config::timeout_seconds and report
+//     Status::kTimeout; calls that take the NCCL path wait as NCCL does, with no timeout of
+//     arfusion's (ncclCommAbort releases them). But a rank
 //     that skips a call (or whose call is rejected by argument checks that only it fails, such as
 //     a host pointer on that rank alone) and then makes its next call within the timeout pairs that
 //     call with its peers' previous one. Fused calls carry a signature (op, dtype, shape, strategy,
-//     grid) that peers check: paired calls that differ fail the communicator with kMismatch
+//     grid, vector or scalar path) that peers check: paired calls that differ fail the communicator with kMismatch
 //     (reported like a timeout); paired calls of the same shape give wrong results without an
 //     error (README "Known limits").
 //   * One call in flight per communicator. Eager calls are made safe: a call on another stream
@@ -42,7 +45,8 @@
 //     calls on other streams need the same: load them first (cudaFuncGetAttributes) or run with
 //     CUDA_MODULE_LOADING=EAGER.
 //   * Bad input returns kInvalidArgument (or kNotSupported) before anything is launched: no output
-//     byte is written.
+//     byte is written. (During CUDA-graph capture the driver answers no pointer queries, so where a
+//     pointer lives is not checked then: validate eagerly once before capturing.)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -184,14 +188,21 @@ class Communicator;  // opaque
 // device from NCCL, allocates the workspace and exchanges access to it through `nccl` itself (CUDA
 // IPC between processes, direct peer pointers between threads of one process). Fusion is enabled
 // only if every pair of ranks is on one host with peer access; otherwise every call takes the NCCL
-// path, and plan() says why. `nccl` must outlive the returned communicator.
+// path, and plan() says why. `nccl` must outlive the returned communicator. A failure on one rank
+// (bad config or environment, an allocation) is exchanged, so every rank fails with the same
+// message; only a CUDA or NCCL failure inside the exchanges themselves, which run on `nccl`,
+// leaves the peers waiting in NCCL, as a failed ncclCommInitRank would.
 Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm);
 
 // Frees everything commCreate allocated (workspace, IPC mappings, host memory). Waits for this
-// communicator's work in flight. Not collective, but peers' in-flight calls may then time out.
+// communicator's work in flight. Not collective, but call it on a rank only once no peer has a
+// call in flight either (synchronise every rank's streams, then a host barrier): a peer's fused
+// kernel pushes into this rank's workspace without waiting, and between threads of one process
+// that memory may by then belong to another allocation. After a failure, the peers' calls end
+// within their timeout (or commAbort on every rank).
 Status commDestroy(Communicator* comm);
 
-// Makes every kernel of this communicator that is waiting for a peer give up (kAborted) and fails
+// Makes every fused kernel of this communicator that is waiting for a peer give up (kAborted) and fails
 // the communicator: every later call returns kAborted. Safe from any host thread; does not block
 // (it queues a 4-byte copy into the abort word in device memory on a stream of its own, which a
 // copy engine runs beside the waiting kernels; they notice it within a few hundred microseconds).
@@ -243,6 +254,8 @@ Status plan(const Communicator* comm, const Shape& shape, Plan* out);
 // Collectives. All tensors are row-major [tokens x hidden] of `dtype`, gamma is [hidden].
 // Any device pointer on the communicator's device works; no registration. 16-byte aligned pointers
 // and hidden * sizeof(dtype) % 16 == 0 take the vector path; anything else a correct slower path.
+// The path is part of a fused call's signature: pass pointers of the same alignment (all 16-byte
+// aligned, or all not) on every rank of a call, or the call fails with kMismatch everywhere.
 // In-place is allowed where noted. tokens >= 1, 1 <= hidden <= 65536.
 // ---------------------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@
 //   Anything else (future or unknown arches, mixed groups): not validated, so not PDL.
 // A user may still force either mode (Config::sync_mode, ARFUSION_SYNC); forcing GridDependency on
 // an arch where it is not the default is logged as a warning.
-// No thread-block clusters are used anywhere, so the SM120 cluster-size questions do not arise.
+// Thread block clusters (the one-shot's rows over 2 or 4 blocks) run only with GridDependency on the
+// measured SM90 pair (plan.cpp), so SM120, on FlagBarrier, launches none.
 #include "arch.h"
 
 namespace arfusion::detail {

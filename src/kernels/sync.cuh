@@ -24,7 +24,7 @@
 //   Only those two values pass, not any epoch "at or after" e: a flag can be stale by any number of
 //   epochs, because the Lamport kernels advance epochs[b] without writing flags and the one-shot
 //   never writes phase 1. With an "at or after" test in wrapping 32-bit arithmetic, a flag left
-//   2^31 epochs behind (a day or two of decode-only Lamport calls) read as ahead, and the next flag
+//   2^31 epochs behind (days of decode-only Lamport calls) read as ahead, and the next flag
 //   kernel passed its waits without its peers (found in review, session 22; tests/test_gpu.cpp
 //   StaleFlags). What remains: a flag written exactly k * 2^32 (or that minus 1) epochs before the
 //   wait, with no flag of that phase and block written since, passes; the next flag step of that
