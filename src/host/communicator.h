@@ -49,12 +49,20 @@ struct WorkspaceLayout {
   size_t total() const { return kAreasOffset + workspace_bytes_; }
   size_t dataOffset() const { return kAreasOffset + lamport_bytes; }
   size_t dataBytes() const { return workspace_bytes_ - lamport_bytes; }
-  // Bytes of one (block, slot) region of each area, multiples of 16.
+  // Bytes of one (block, slot) region of each area, multiples of kRegionAlign, so that every
+  // region starts on a 128-byte line (and so does every row whose bytes are a multiple of 128).
+  // Rounded to 16 bytes, 32 MiB over 132 blocks and two slots gave 127,088-byte Lamport regions
+  // (112 mod 128: 7 of 8 off a line, every other one off a 32-byte sector) and 889,696-byte flag
+  // regions (96 mod 128). Aligned, same call, 2 runs each, H200 pair, bf16, session 22 call 5:
+  // Auto 512 x 8192 33.5-33.7 -> 32.4 us, 256 x 8192 19.5 -> 19.0-19.1, 512 x 4096 17.9-18.1 ->
+  // 17.4-17.6, 8192 x 8192 424.8-429.1 -> 421.4-423.1; plain two-shot 512 x 8192 29.7-30.0 ->
+  // 28.5; the bare push unchanged (benchmarks/results/2026-11-30-h200-v22/call5/).
+  static constexpr size_t kRegionAlign = 128;
   size_t regionBytes(int max_blocks) const {
-    return max_blocks > 0 ? dataBytes() / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+    return max_blocks > 0 ? dataBytes() / (size_t(max_blocks) * kSlots) / kRegionAlign * kRegionAlign : 0;
   }
   size_t lamportRegionBytes(int max_blocks) const {
-    return max_blocks > 0 ? lamport_bytes / (size_t(max_blocks) * kSlots) / 16 * 16 : 0;
+    return max_blocks > 0 ? lamport_bytes / (size_t(max_blocks) * kSlots) / kRegionAlign * kRegionAlign : 0;
   }
 
  private:
