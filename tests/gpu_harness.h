@@ -38,6 +38,11 @@ std::string runLocalGroup(int world, const arfusion::Config& config, int max_blo
                           std::string* skip);
 
 // ---- scenarios (gpu_scenarios.cpp)
+// Collective verdict (a host barrier that carries each rank's outcome): every rank contributes its
+// local error (if any) and a hash of its outputs, and takes part even after a local failure, so no
+// peer is left waiting in a collective: all ranks stop together. "" only if no rank failed and all
+// hashes are equal; otherwise this rank's error, or which rank failed or differs.
+std::string agreeStep(RankCtx& ctx, const std::string& local, uint64_t h);
 // Worst errors seen by scenarioShape on rank 0 (for tools/arfusion-check): [0] allreduce out,
 // [1] residual_out, [2] norm_out, over every path.
 struct CaseStats {

@@ -105,9 +105,8 @@ void record(const ShapeCase& c, const RankCtx& ctx, int which, const CheckResult
   if (which != 0) ++c.stats->paths;
 }
 
-// Collective verdict after each step: every rank contributes its local error (if any) and a hash
-// of its outputs. Every rank takes part even after a local failure, so no peer is left waiting in
-// a collective: all ranks stop together.
+}  // namespace
+
 std::string agreeStep(RankCtx& ctx, const std::string& local, uint64_t h) {
   struct Vote {
     uint64_t hash;
@@ -124,8 +123,6 @@ std::string agreeStep(RankCtx& ctx, const std::string& local, uint64_t h) {
     if (all[r].hash != all[0].hash) return "outputs differ between rank 0 and rank " + std::to_string(r);
   return "";
 }
-
-}  // namespace
 
 std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
   const DType d = c.dtype;

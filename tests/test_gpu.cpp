@@ -513,26 +513,12 @@ INSTANTIATE_TEST_SUITE_P(SyncModes, SplitFault,
                          ::testing::Values(arfusion::SyncMode::kFlagBarrier, arfusion::SyncMode::kGridDependency));
 
 // ------------------------------------------------------------------ stale flags, epoch wrap
-// A host barrier that carries each rank's verdict: every rank calls it, failed or not, and gets
-// "" only if every rank passed "" (otherwise its own failure or the first failing rank's). On one
-// GPU it also keeps a rank from launching a kernel that spins on its peers while a peer still
-// allocates or synchronises the device (which would wait for that kernel).
-std::string barrier(RankCtx& ctx, const std::string& mine) {
-  int ok = mine.empty() ? 1 : 0;
-  std::vector<int> all(ctx.world);
-  ctx.allGather(&ok, all.data(), sizeof ok);
-  if (!mine.empty()) return mine;
-  for (int r = 0; r < ctx.world; ++r)
-    if (!all[r]) return "rank " + std::to_string(r) + " failed";
-  return "";
-}
-
 // Unless `prior` is a failure, sets this rank's epochs to `value` (testing::setEpochs); then the
-// barrier setEpochs asks for.
+// host barrier setEpochs asks for (agreeStep, which every rank calls, failed or not).
 std::string setEpochsOnAll(RankCtx& ctx, uint32_t value, std::string prior) {
   if (prior.empty() && arfusion::testing::setEpochs(ctx.comm, value) != Status::kSuccess)
     prior = std::string("setEpochs: ") + arfusion::lastError();
-  return barrier(ctx, prior);
+  return agreeStep(ctx, prior, 0);
 }
 
 // A flag more than 2^31 epochs behind its block's epoch must not pass a flag kernel's wait. The
@@ -551,7 +537,9 @@ TEST_P(StaleFlags, AFlagWaitAfterTwoTo31EpochsStillWaitsForThePeer) {
     std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}});
     const FaultCall call(T, H);
     if (e.empty() && !call.ok()) e = "cudaMalloc";
-    e = barrier(ctx, e);  // every rank's buffers exist before any rank launches
+    // Every rank's buffers exist before any rank launches: on one GPU a peer's allocation or
+    // device synchronisation would otherwise wait for this rank's spinning kernel.
+    e = agreeStep(ctx, e, 0);
     if (e.empty() && (call(ctx) != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
                       arfusion::commGetAsyncError(ctx.comm) != Status::kSuccess))
       e = std::string("the clean call failed: ") + arfusion::lastError();
