@@ -372,6 +372,11 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
       return err;
   }
   CK(cudaMemsetAsync(counter.p, 0, 8, ctx.stream));
+  // perturb and countMismatch loaded now, before this rank's first fused call: loaded lazily
+  // between two calls, they may wait for the device to go idle, which a device shared with a peer
+  // rank (LocalGroup on one GPU) never does while that peer's fused kernel waits for this rank.
+  // Without this, the 2-rank soak with both ranks on one H200 did not finish (session 22, call 2).
+  if (!(err = preloadTestKernels()).empty()) return err;
 
   auto body = [&](int k) -> std::string {
     const Call& c = kSeq[k];

@@ -393,6 +393,38 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
   EXPECT_EQ(err, "");
 }
 
+// A failure drains the calls queued behind it in about one timeout, not one timeout each: rank 0
+// queues kCalls calls (0.5 s timeout) for a peer that never arrives, as an engine's CUDA graph or
+// eager loop would; the first call's waits time out and set the abort word (kStopFailed, sync.cuh),
+// and every later wait gives up at its first check. Before that, the queue took kCalls x 0.5 s
+// (8 s here); the bound, half of that, leaves room for slow machines. The status is the timeout.
+TEST_P(Faults, QueuedCallsFailFast) {
+  std::string skip;
+  const FaultPath fp = GetParam();
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
+    if (ctx.rank == 1) return "";  // never arrives
+    const int64_t T = fp.tokens, H = fp.hidden;
+    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
+    const FaultCall call(T, H);
+    if (!call.ok()) return "cudaMalloc";
+    constexpr int kCalls = 16;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i)
+      if (call(ctx) != Status::kSuccess) return "call " + std::to_string(i) + " refused before the first failed: " + arfusion::lastError();
+    cudaStreamSynchronize(ctx.stream);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const char* detail_ptr = nullptr;
+    const Status st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
+    const std::string detail = detail_ptr ? detail_ptr : "";
+    std::printf("%d queued calls, peer absent: %s after %.2f s: %s\n", kCalls, arfusion::statusString(st), secs, detail.c_str());
+    if (st != Status::kTimeout) return std::string("expected kTimeout, got ") + arfusion::statusString(st);
+    if (secs > kCalls * 0.5 / 2) return std::to_string(kCalls) + " queued calls took " + std::to_string(secs) + " s to fail";
+    return "";
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
 // Ranks that pair calls of different shapes, dtypes or ops (a collective misuse): every rank's
 // communicator fails with kMismatch (sync.cuh, "Call signatures") instead of returning results
 // computed from another call's data; the next call reports it too. A matching call first checks

@@ -181,9 +181,9 @@ Status commAbort(Communicator* comm) {
   }
   // The kernels poll the abort word in device memory; a copy on a stream of its own runs on a copy
   // engine beside them. It is not waited for (abort never blocks); destroy synchronises the device.
-  reinterpret_cast<volatile uint32_t*>(&comm->ctl->abort_src)[0] = 1;
+  reinterpret_cast<volatile uint32_t*>(&comm->ctl->abort_src)[0] = detail::kStopAbort;
   DeviceGuard guard(comm->device);
-  const cudaError_t e = cudaMemcpyAsync(const_cast<uint32_t*>(comm->dev.abort_flag), &comm->ctl->abort_src,
+  const cudaError_t e = cudaMemcpyAsync(comm->dev.abort_flag, &comm->ctl->abort_src,
                                         sizeof(uint32_t), cudaMemcpyHostToDevice, comm->abort_stream);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();

@@ -328,7 +328,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   }
   d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
   d.error = c->ctl_dev->error;
-  d.abort_flag = reinterpret_cast<const uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kAbortOffset);
+  d.abort_flag = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kAbortOffset);
   d.timeout_ns = static_cast<unsigned long long>(cfg.timeout_seconds * 1e9);
   d.region_bytes = t.region_bytes;
   d.lamport_region_bytes = t.lamport_region_bytes;

@@ -37,6 +37,12 @@ constexpr size_t kLamportHeaderBytes = 16 * kMaxRanks;
 // Codes of DeviceComm::error[0], written by the kernels (sync.cuh reportFailure), read by the host
 // (Communicator::checkHealth).
 enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2, kErrMismatch = 3 };
+// Values of DeviceComm::abort_flag, the word every wait checks: non-zero makes it give up.
+// kStopAbort: commAbort() was called (the wait reports kErrAbort). kStopFailed: a wait of this
+// communicator already failed (timeout or mismatch, recorded in `error`), so every later wait, in
+// this kernel or in calls queued behind it (a CUDA graph holds dozens), gives up at its first check
+// instead of spinning its own full timeout: N queued calls took N timeouts to drain before.
+enum : uint32_t { kStopNone = 0, kStopAbort = 1, kStopFailed = 2 };
 
 // Device-side view of one rank's communicator: peer pointers and the control words. Passed by value.
 struct DeviceComm {
@@ -46,7 +52,7 @@ struct DeviceComm {
   uint8_t* lamport[kMaxRanks]; // each rank's Lamport regions: [max_blocks][kSlots][lamport_region_bytes]; all-ones when idle
   uint32_t* epochs;            // this rank's per-block epoch counters [max_blocks] (local)
   uint32_t* error;             // host-mapped: [0] code (kErr*), [1] block<<8|peer, [2] epoch
-  const uint32_t* abort_flag;  // local device memory, non-zero after commAbort()
+  uint32_t* abort_flag;        // local device memory, kStop* (above): set by commAbort() and by a failed wait
   unsigned long long timeout_ns;
   size_t region_bytes;         // bytes of one (block, slot) region of the data area
   size_t lamport_region_bytes; // bytes of one (block, slot) region of the Lamport area

@@ -83,8 +83,11 @@
 // Bounded waits: a spinning thread reads %globaltimer and the abort word (local device memory,
 // written by commAbort() through a copy engine) every 256 polls, and gives up after timeout_ns or
 // once the abort word is set. It records the failure in the host-mapped error word and the whole
-// block leaves the kernel; the host reports kTimeout / kAborted at the next call or through
-// commGetAsyncError(). A wait never reads host memory while it waits (reportFailure reads the
+// block leaves the kernel; the host reports kTimeout / kAborted / kMismatch at the next call or
+// through commGetAsyncError(). A timeout or mismatch also sets the abort word (kStopFailed): every
+// later wait of this communicator, in calls already queued on the stream or in a graph, then gives
+// up at its first check without a report of its own, so a failure drains a queue of N calls in
+// about one timeout, not N (tests/test_gpu.cpp QueuedCallsFailFast). A wait never reads host memory while it waits (reportFailure reads the
 // error word once, on the failure path): on H200 such a read took up to milliseconds now and then,
 // and every waiting block stalled behind it (docs/PERF-NOTES.md, "the stall mode").
 #pragma once
@@ -171,15 +174,32 @@ __device__ __forceinline__ void signalPeers(const DeviceComm& c, int phase, int 
 // atomics to host memory are not available everywhere. The first failure wins (a later timeout of
 // another block must not hide the mismatch that caused it): the one host-memory read of a wait,
 // on its failure path only. Racing blocks may still interleave their details; any one is enough.
-static __device__ __noinline__ void reportFailure(uint32_t* error, uint32_t code, int block, int peer,
-                                                  uint32_t epoch) {
+// Then, for a timeout or mismatch, sets the abort word to kStopFailed (after the record, so a wait
+// that sees it may leave without a report of its own: the cause is already in `error`).
+static __device__ __noinline__ void reportFailure(uint32_t* error, uint32_t* stop, uint32_t code, int block,
+                                                  int peer, uint32_t epoch) {
   volatile uint32_t* err = error;
-  if (err[0] != kErrNone) return;
-  err[1] = (static_cast<uint32_t>(block) << 8) | static_cast<uint32_t>(peer);
-  err[2] = epoch;
-  __threadfence_system();
-  err[0] = code;
-  __threadfence_system();
+  if (err[0] == kErrNone) {
+    err[1] = (static_cast<uint32_t>(block) << 8) | static_cast<uint32_t>(peer);
+    err[2] = epoch;
+    __threadfence_system();
+    err[0] = code;
+    __threadfence_system();
+  }
+  if (code != kErrAbort) *reinterpret_cast<volatile uint32_t*>(stop) = kStopFailed;
+}
+
+// A wait's periodic check: true if it must give up now, because the abort word is set or
+// `timeout_ns` passed since `start` (0: this is the first check, which starts the clock). Records
+// the failure unless an earlier wait of this communicator already did (kStopFailed).
+__device__ __forceinline__ bool mustGiveUp(uint32_t* error, uint32_t* stop, unsigned long long timeout_ns,
+                                           unsigned long long& start, int block, int peer, uint32_t epoch) {
+  const unsigned long long now = globalTimerNs();
+  if (start == 0) start = now;
+  const uint32_t s = *reinterpret_cast<const volatile uint32_t*>(stop);
+  if (s == kStopNone && now - start <= timeout_ns) return false;
+  if (s != kStopFailed) reportFailure(error, stop, s == kStopAbort ? kErrAbort : kErrTimeout, block, peer, epoch);
+  return true;
 }
 
 // Step 3 of the protocol for the t-th peer (t < world-1), by one thread: spins until that peer's
@@ -197,20 +217,12 @@ __device__ __forceinline__ bool waitPeer(const DeviceComm& c, int phase, int blo
     if ((f & kFlagWritten) && seen - epoch <= 1u) {  // e or e+1 (header comment)
       cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
       if (seen == epoch && static_cast<uint32_t>(f >> 32 & 0x7fffffffu) != sig) {
-        reportFailure(c.error, kErrMismatch, block, peer, epoch);
+        reportFailure(c.error, c.abort_flag, kErrMismatch, block, peer, epoch);
         return false;
       }
       return true;
     }
-    if ((polls & 255u) == 0) {
-      const unsigned long long now = globalTimerNs();
-      if (start == 0) start = now;
-      const bool aborted = *reinterpret_cast<const volatile uint32_t*>(c.abort_flag) != 0;
-      if (aborted || now - start > c.timeout_ns) {
-        reportFailure(c.error, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
-        return false;
-      }
-    }
+    if ((polls & 255u) == 0 && mustGiveUp(c.error, c.abort_flag, c.timeout_ns, start, block, peer, epoch)) return false;
   }
 }
 
@@ -287,7 +299,7 @@ __device__ __forceinline__ void spinCycles(long long cycles) {
 // What a Lamport wait needs on its slow path, by value: an out-of-line callee that took the
 // kernel's DeviceComm parameter by reference made ptxas copy all of it to the stack (264 bytes).
 struct WaitEnv {
-  const uint32_t* abort_flag;
+  uint32_t* abort_flag;
   uint32_t* error;
   unsigned long long timeout_ns;
 };
@@ -314,11 +326,7 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
     if ((polls & 255u) == 0) {
       // Block-scope atomics: the flag is written by whichever thread fails first, read by all.
       if (atomicAdd(give_up, 0) != 0) break;
-      const unsigned long long now = globalTimerNs();
-      if (start == 0) start = now;
-      const bool aborted = *reinterpret_cast<const volatile uint32_t*>(env.abort_flag) != 0;
-      if (aborted || now - start > env.timeout_ns) {
-        reportFailure(env.error, aborted ? kErrAbort : kErrTimeout, block, peer, epoch);
+      if (mustGiveUp(env.error, env.abort_flag, env.timeout_ns, start, block, peer, epoch)) {
         atomicExch(give_up, 1);
         break;
       }
@@ -326,7 +334,7 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
         const Pack<uint32_t, 4> h = loadPackRelaxedSys<uint32_t, 4>(header);
         const Pack<uint32_t, 4> want = lamportHeaderValue(sig, epoch);
         if (lamportArrived(h) && (h.v[0] != want.v[0] || h.v[1] != want.v[1])) {
-          reportFailure(env.error, kErrMismatch, block, peer, epoch);
+          reportFailure(env.error, env.abort_flag, kErrMismatch, block, peer, epoch);
           atomicExch(give_up, 1);
           break;
         }
@@ -391,7 +399,7 @@ struct LamportHeaders {
     if (!lamportArrived(head)) head = lamportWait<uint32_t, 4>(c, header, block, checked, epoch, give_up);
     const Pack<uint32_t, 4> want = lamportHeaderValue(sig, epoch);
     if (head.v[0] != want.v[0] || head.v[1] != want.v[1]) {
-      if (lamportArrived(head)) reportFailure(c.error, kErrMismatch, block, checked, epoch);  // else timed out
+      if (lamportArrived(head)) reportFailure(c.error, c.abort_flag, kErrMismatch, block, checked, epoch);  // else timed out
       atomicExch(give_up, 1);
     }
     lamportClear<uint32_t, 4>(header);
