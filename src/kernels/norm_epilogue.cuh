@@ -124,40 +124,13 @@ struct RowEpilogue {
   static constexpr int kNormAtRuntime = -1;
   template <int kNorm, bool kCluster = false, typename SumFn>
   __device__ __forceinline__ static void runInRegisters(const RowArgs& a, int64_t row, Shared& sh, SumFn&& sumFn) {
-    const int tid = rowThread<kCluster>();
-    const int64_t nvec = a.hidden / VEC;
     const int64_t base = row * a.hidden;
-    // residual_out is kept as stored (T), not as fp32: half the registers, and z = float(ro) is
-    // exactly what pass 2 of the wide path re-reads, so both paths give the same bits.
-    P ro[kVpt];
-    constexpr int kEarly = kAllGammaEarly && kVpt <= 2 ? kVpt : 1;
-    P g[kEarly];  // gamma of the thread's first kEarly vectors, loaded early (the note above the struct)
-    float ss = 0.f;
-#pragma unroll
-    for (int k = 0; k < kVpt; ++k) {
-      const int64_t i = tid + int64_t(k) * kThreads;
-      if (i < nvec) {
-        // residual_in (and gamma of the first kEarly vectors) first: the loads are in flight while
-        // sumFn waits for the peers' data.
-        const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
-        if (k < kEarly && (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)))
-          g[k] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
-        ro[k] = addResidual(sumFn(i), r, ss);
-        storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
-      }
-    }
-    if (kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm)) {
-      const T* gamma = static_cast<const T*>(a.gamma);
-      const float scale = rowScale<kCluster>(a, sh, ss);
-#pragma unroll
-      for (int k = 0; k < kVpt; ++k) {
-        const int64_t i = tid + int64_t(k) * kThreads;
-        if (i < nvec) {
-          const P gk = k < kEarly ? g[k] : loadPack<T, VEC>(gamma + i * VEC);
-          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, gk));
-        }
-      }
-    }
+    const T* res_in = static_cast<const T*>(a.residual_in) + base;
+    const T* gamma = static_cast<const T*>(a.gamma);
+    constexpr int kEarly = kAllGammaEarly && kVpt <= 2 ? kVpt : 1;  // the note above the struct
+    inRegisters<kNorm, kCluster, kEarly>(
+        a, row, sh, [&](int, int64_t i) { return loadPack<T, VEC>(res_in + i * VEC); },
+        [&](int, int64_t i) { return loadPack<T, VEC>(gamma + i * VEC); }, [&](int, int64_t i) { return sumFn(i); });
   }
 
   // The row in registers with residual_in (r[k]) and gamma (g[k], for the norm) of vector
@@ -166,25 +139,45 @@ struct RowEpilogue {
   template <bool kCluster, typename SumFn>
   __device__ __forceinline__ static void runHeld(const RowArgs& a, int64_t row, Shared& sh, const P* r, const P* g,
                                                  SumFn&& sumFn) {
+    inRegisters<kNormAtRuntime, kCluster, 0>(a, row, sh, [&](int k, int64_t) { return r[k]; },
+                                             [&](int k, int64_t) { return g[k]; }, sumFn);
+  }
+
+  // The core of both: vector i = tid + k * kThreads of the row has its residual_in from
+  // residualOf(k, i), its gamma from gammaOf(k, i) and its reduced sum from sumFn(k, i).
+  // residual_in, and gamma of the first kEarly vectors, are asked for before sumFn (which, in the
+  // fused kernels, waits for the peers), so their loads are in flight during the wait.
+  template <int kNorm, bool kCluster, int kEarly, typename ResidualOf, typename GammaOf, typename SumFn>
+  __device__ __forceinline__ static void inRegisters(const RowArgs& a, int64_t row, Shared& sh, ResidualOf&& residualOf,
+                                                     GammaOf&& gammaOf, SumFn&& sumFn) {
     const int tid = rowThread<kCluster>();
     const int64_t nvec = a.hidden / VEC;
     const int64_t base = row * a.hidden;
+    const bool norm = kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm);
+    // residual_out is kept as stored (T), not as fp32: half the registers, and z = float(ro) is
+    // exactly what pass 2 of the wide path re-reads, so both paths give the same bits.
     P ro[kVpt];
+    P g[kEarly > 0 ? kEarly : 1];
     float ss = 0.f;
 #pragma unroll
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = tid + int64_t(k) * kThreads;
       if (i < nvec) {
-        ro[k] = addResidual(sumFn(k, i), r[k], ss);
+        const P r = residualOf(k, i);
+        if (k < kEarly && norm) g[k] = gammaOf(k, i);
+        ro[k] = addResidual(sumFn(k, i), r, ss);
         storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
       }
     }
-    if (a.op != Op::kAllReduceAddRMSNorm) return;
+    if (!norm) return;
     const float scale = rowScale<kCluster>(a, sh, ss);
 #pragma unroll
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = tid + int64_t(k) * kThreads;
-      if (i < nvec) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, g[k]));
+      if (i < nvec) {
+        const P gk = k < kEarly ? g[k] : gammaOf(k, i);
+        storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, gk));
+      }
     }
   }
 
