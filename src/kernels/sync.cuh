@@ -87,9 +87,10 @@
 // through commGetAsyncError(). A timeout or mismatch also sets the abort word (kStopFailed): every
 // later wait of this communicator, in calls already queued on the stream or in a graph, then gives
 // up at its first check without a report of its own, so a failure drains a queue of N calls in
-// about one timeout, not N (tests/test_gpu.cpp QueuedCallsFailFast). A wait never reads host memory while it waits (reportFailure reads the
-// error word once, on the failure path): on H200 such a read took up to milliseconds now and then,
-// and every waiting block stalled behind it (docs/PERF-NOTES.md, "the stall mode").
+// about one timeout, not N (tests/test_gpu.cpp QueuedCallsFailFast: 16 queued calls, 0.5 s
+// timeout, 8.0 s before, 0.5 s now). A wait never reads host memory while it waits (reportFailure
+// reads the error word once, on the failure path): on H200 such a read took up to milliseconds now
+// and then, and every waiting block stalled behind it (docs/PERF-NOTES.md, "the stall mode").
 #pragma once
 
 #include <cuda/atomic>
