@@ -154,7 +154,10 @@ struct Config {
   size_t workspace_bytes = size_t(256) << 20;
 
   // How long a device-side wait for a peer may spin before the call fails with kTimeout
-  // (ARFUSION_TIMEOUT_S). Must be > 0.
+  // (ARFUSION_TIMEOUT_S). Must be > 0. The first wait that fails (timeout or mismatch) fails the
+  // communicator on the device too: the fused calls already queued behind it on the stream or in a
+  // graph give up at once rather than each waiting this long, so a failed job drains its queue in
+  // about one timeout.
   double timeout_seconds = 10.0;
 
   // Optional tuning file written by tools/arfusion-tune (ARFUSION_TUNING_FILE). nullptr: the
