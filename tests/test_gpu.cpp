@@ -317,15 +317,22 @@ std::string timesOutAsConfigured(RankCtx& ctx, const std::function<Status()>& ca
 
 class Faults : public ::testing::TestWithParam<FaultPath> {};
 
+// A 2-rank group (timeout in seconds) whose rank 1 never makes a call: rank 0 enters the path,
+// allocates a call of its shape and runs body(ctx, call); the verdict as runLocalGroup's.
+std::string withAbsentPeer(const FaultPath& fp, double timeout,
+                           const std::function<std::string(RankCtx&, const FaultCall&)>& body, std::string* skip) {
+  return runLocalGroup(2, testConfig(timeout), 16, [&](RankCtx& ctx) -> std::string {
+    if (ctx.rank == 1) return "";  // never arrives
+    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{fp.tokens, fp.hidden}}); !e.empty()) return e;
+    const FaultCall call(fp.tokens, fp.hidden);
+    if (!call.ok()) return "cudaMalloc";
+    return body(ctx, call);
+  }, skip);
+}
+
 TEST_P(Faults, APeerThatSkipsACallTimesOut) {
   std::string skip;
-  const FaultPath fp = GetParam();
-  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
-    if (ctx.rank == 1) return "";  // never arrives
-    const int64_t T = fp.tokens, H = fp.hidden;
-    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const FaultCall call(T, H);
-    if (!call.ok()) return "cudaMalloc";
+  const std::string err = withAbsentPeer(GetParam(), 0.5, [](RankCtx& ctx, const FaultCall& call) {
     return timesOutAsConfigured(ctx, [&] { return call(ctx); }, "peer skips a call");
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -369,13 +376,7 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
 
 TEST_P(Faults, AbortReleasesAWaitingKernel) {
   std::string skip;
-  const FaultPath fp = GetParam();
-  const std::string err = runLocalGroup(2, testConfig(60), 16, [fp](RankCtx& ctx) -> std::string {
-    if (ctx.rank == 1) return "";
-    const int64_t T = fp.tokens, H = fp.hidden;
-    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const FaultCall call(T, H);
-    if (!call.ok()) return "cudaMalloc";
+  const std::string err = withAbsentPeer(GetParam(), 60, [](RankCtx& ctx, const FaultCall& call) -> std::string {
     std::thread aborter([&] {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       arfusion::commAbort(ctx.comm);
@@ -400,13 +401,7 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
 // (8 s here); the bound, half of that, leaves room for slow machines. The status is the timeout.
 TEST_P(Faults, QueuedCallsFailFast) {
   std::string skip;
-  const FaultPath fp = GetParam();
-  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
-    if (ctx.rank == 1) return "";  // never arrives
-    const int64_t T = fp.tokens, H = fp.hidden;
-    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const FaultCall call(T, H);
-    if (!call.ok()) return "cudaMalloc";
+  const std::string err = withAbsentPeer(GetParam(), 0.5, [](RankCtx& ctx, const FaultCall& call) -> std::string {
     constexpr int kCalls = 16;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kCalls; ++i)
