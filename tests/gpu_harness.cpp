@@ -26,6 +26,19 @@ std::string firstFailure(const std::vector<std::string>& errs) {
   return "";
 }
 
+// The tests' own kernels (compare.cu) loaded on every device of the group before any rank starts,
+// for every scenario: loaded lazily while a fused kernel spins, a kernel may wait for the device to
+// go idle, which it never does while that kernel waits for the loading rank (arfusion preloads its
+// own kernels at commCreate for the same reason). Without it, the 2-rank soak with both ranks on
+// one H200 did not finish (session 22), and two communicators used at once hung (session 9).
+std::string preloadTestKernelsOn(const std::vector<int>& devs) {
+  for (int d : devs) {
+    if (cudaSetDevice(d) != cudaSuccess) return "cudaSetDevice(" + std::to_string(d) + ") failed";
+    if (std::string e = preloadTestKernels(); !e.empty()) return e;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::function<void(const void*, void*, size_t)> ncclHostAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world) {
@@ -49,6 +62,7 @@ std::string runThreadsNccl(int world, const arfusion::Config& config, const Scen
   std::vector<ncclComm_t> ncomms(world);
   std::vector<int> devs(world);
   for (int r = 0; r < world; ++r) devs[r] = r;
+  if (std::string e = preloadTestKernelsOn(devs); !e.empty()) return e;
   if (ncclCommInitAll(ncomms.data(), world, devs.data()) != ncclSuccess) return "ncclCommInitAll failed";
   std::vector<std::string> errs(world);
   std::vector<std::thread> threads;
@@ -86,6 +100,7 @@ std::string runLocalGroup(int world, const arfusion::Config& config, int max_blo
   }
   std::vector<int> devs(world);
   for (int r = 0; r < world; ++r) devs[r] = r % ngpu;
+  if (std::string e = preloadTestKernelsOn(devs); !e.empty()) return e;
   std::vector<arfusion::Communicator*> comms;
   const arfusion::Status st = arfusion::testing::createGroup(world, devs.data(), config, &comms, max_blocks);
   if (st != arfusion::Status::kSuccess) return std::string("createGroup: ") + arfusion::lastError();

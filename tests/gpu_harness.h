@@ -88,7 +88,9 @@ std::string scenarioBadInput(RankCtx& ctx);
 bool isNaNBits(uint32_t x, arfusion::DType d);
 
 // ---- device helpers (compare.cu)
-// Kernel loading (tests/compare.cu). preloadTestKernels: the helpers below, loaded now.
+// Kernel loading (tests/compare.cu). preloadTestKernels: the helpers below, loaded now on the
+// current device (runThreadsNccl, runLocalGroup and the process test's main do it before any rank
+// makes a call).
 // kernelLoaded: whether `kernel` is loaded on the current device. loadingProbe: a kernel nothing
 // else launches, loaded before and after its one launch (before == true: this process loads eagerly).
 std::string preloadTestKernels();

@@ -372,11 +372,6 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
       return err;
   }
   CK(cudaMemsetAsync(counter.p, 0, 8, ctx.stream));
-  // perturb and countMismatch loaded now, before this rank's first fused call: loaded lazily
-  // between two calls, they may wait for the device to go idle, which a device shared with a peer
-  // rank (LocalGroup on one GPU) never does while that peer's fused kernel waits for this rank.
-  // Without this, the 2-rank soak with both ranks on one H200 did not finish (session 22, call 2).
-  if (!(err = preloadTestKernels()).empty()) return err;
 
   auto body = [&](int k) -> std::string {
     const Call& c = kSeq[k];
@@ -532,10 +527,6 @@ std::string scenarioTwoCommunicators(RankCtx& ctx, const arfusion::Config& confi
       const CheckResult b = check(download(x.golden_out), x.ref, x.gamma, x.T, x.H, x.d, 2);
       if (!a.ok() || !b.ok()) return "golden call: " + (a.ok() ? b.first : a.first);
     }
-    // The comparison kernels loaded before the fused kernels of both communicators spin at once:
-    // a lazy load in between may wait for this device to go idle, which it never does while its
-    // fused kernels wait for a peer that is in the same wait (arfusion preloads its own kernels).
-    if (const std::string e = preloadTestKernels(); !e.empty()) return e;
     // Both at once, issued in opposite orders on the two ranks, strategies changing: every call is
     // compared with the golden output on the device (outputs poisoned before each call).
     for (int i = 0; i < iterations; ++i) {

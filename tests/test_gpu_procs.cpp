@@ -192,6 +192,11 @@ int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, i
     return RUN_ALL_TESTS();
   }
   cudaSetDevice(rank);
+  // The tests' own kernels loaded before any fused call, as the thread harnesses do (gpu_harness.cpp).
+  if (const std::string e = preloadTestKernels(); !e.empty()) {
+    std::fprintf(stderr, "rank %d: %s\n", rank, e.c_str());
+    return 6;
+  }
   g_ctx.rank = rank;
   g_ctx.world = world;
   g_ctx.device = rank;
