@@ -400,9 +400,10 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
 // and every later wait gives up at its first check. Before that, the queue took kCalls x 0.5 s
 // (8 s here); the bound, half of that, leaves room for slow machines. The status is the timeout.
 TEST_P(Faults, QueuedCallsFailFast) {
+  constexpr int kCalls = 16;
+  constexpr double kTimeout = 0.5;
   std::string skip;
-  const std::string err = withAbsentPeer(GetParam(), 0.5, [](RankCtx& ctx, const FaultCall& call) -> std::string {
-    constexpr int kCalls = 16;
+  const std::string err = withAbsentPeer(GetParam(), kTimeout, [](RankCtx& ctx, const FaultCall& call) -> std::string {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kCalls; ++i)
       if (call(ctx) != Status::kSuccess) return "call " + std::to_string(i) + " refused before the first failed: " + arfusion::lastError();
@@ -413,7 +414,7 @@ TEST_P(Faults, QueuedCallsFailFast) {
     const std::string detail = detail_ptr ? detail_ptr : "";
     std::printf("%d queued calls, peer absent: %s after %.2f s: %s\n", kCalls, arfusion::statusString(st), secs, detail.c_str());
     if (st != Status::kTimeout) return std::string("expected kTimeout, got ") + arfusion::statusString(st);
-    if (secs > kCalls * 0.5 / 2) return std::to_string(kCalls) + " queued calls took " + std::to_string(secs) + " s to fail";
+    if (secs > kCalls * kTimeout / 2) return std::to_string(kCalls) + " queued calls took " + std::to_string(secs) + " s to fail";
     return "";
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
