@@ -17,9 +17,10 @@
 //   latency on the critical path.
 // Two kernels, one per sync mode (sync.cuh has both protocols):
 //   GridDependency -> oneShotLamportKernel: the data is its own ready flag (Lamport area, all-ones
-//     = not arrived, inputs sanitised); the reader polls the packs, sums them and writes all-ones
-//     back. No fence and no flag on the critical path. cudaGridDependencySynchronize() before the
-//     first global access, trigger once every thread wrote its outputs (before the header check).
+//     = not arrived, inputs sanitised); the reader polls the packs (pausing up to oneShotPollPause
+//     cycles between polls), sums them and writes all-ones back. No fence and no flag on the
+//     critical path. cudaGridDependencySynchronize() before the first global access, trigger
+//     once every thread wrote its outputs (before the header check).
 //   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
 //     every peer, acquire wait, .cg payload loads. No griddepcontrol.
 // Rows over a cluster (the Lamport kernel's kCluster form; Plan::row_blocks S = 2 or 4, small
@@ -61,6 +62,17 @@
 
 namespace arfusion::detail {
 namespace {
+
+// The longest pause (SM cycles) between two polls of a Lamport pack (sync.cuh lamportWaitSlow): 32
+// where a thread reduces one vector per row (kVpt 1: rows of at most kThreads vectors, bf16/fp16 up
+// to 4096 elements, fp32 up to 2048), the waits' default 512 elsewhere. H200 pair, bf16, session 24
+// call 1, same call, gbench 3 runs and sweeps up to 1 MiB 2 runs: with kVpt 1 the short pause took
+// Auto 16 x 4096 4.6 -> 4.4 us, 32 x 4096 4.7 -> 4.5-4.6, 128 x 4096 7.3 -> 7.1, and the sweep
+// points of hidden 2048 and 4096 by 0.95-1.005x (geomean 0.98); the same pause in the kVpt 2
+// kernels took 8 x 8192 5.6-5.7 -> 5.9-6.0 and 23-32 x 8192 6.1-6.5 -> 7.0-7.5 (as session 21 found
+// with it everywhere). Why two vectors per thread turn the shorter pause into a loss is not known;
+// the rule is what was measured.
+constexpr int oneShotPollPause(int vectors_per_thread) { return vectors_per_thread == 1 ? 32 : 512; }
 
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
@@ -127,6 +139,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
+  constexpr int kPollPause = oneShotPollPause(kVpt);
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
   if (threadIdx.x == 0) give_up = 0;
@@ -221,7 +234,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
         const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
           if (src == c.rank) return mine[k];
           T* slot = region + int64_t(senderIndex(src, c.rank)) * R * stride + i * VEC;
-          const P p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+          const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
           lamportClear<T, VEC>(slot);
           return p;
         });
@@ -235,7 +248,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
         const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
           if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
           T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
-          const P p = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+          const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
           lamportClear<T, VEC>(slot);
           return p;
         });

@@ -312,7 +312,7 @@ struct WaitEnv {
 // runs). A rank loop that was not unrolled made the code smaller still (64 KB) but serialised
 // the peers' loads: 128 x 8192 14.8, 2048 x 8192 191 against 172 (docs/PERF-NOTES.md, session 8).
 // `header`: the sender's call header when the wait is for rows (kRows), else null.
-template <typename T, int VEC>
+template <typename T, int VEC, int kMaxPause = 512>
 __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, const uint32_t* header, int block,
                                                      int peer, uint32_t epoch, int* give_up, uint32_t sig) {
   Pack<T, VEC> v;
@@ -321,7 +321,7 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
   for (uint32_t polls = 1;; ++polls) {
     // Back off: fewer L2 requests from thousands of polling threads.
     spinCycles(backoff);
-    if (backoff < 512) backoff *= 2;
+    if (backoff < kMaxPause) backoff *= 2;
     v = loadPackRelaxedSys<T, VEC>(p);
     if (lamportArrived(v)) break;
     if ((polls & 255u) == 0) {
@@ -345,20 +345,21 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
   return v;
 }
 
-// Polls p until every element arrived, backing off 32..512 cycles between polls. Bounded like
+// Polls p until every element arrived, backing off 32..kMaxPause cycles between polls (512 unless
+// the kernel measured better: oneshot.cu oneShotPollPause). Bounded like
 // waitPeers: every 256 polls it checks the block's give-up flag, the abort word and the timeout,
 // and, for a row pack (kRows), whether the sender's header says it is in another call (its rows
 // may then never fill what this rank waits for); on failure it records it, raises the block's
 // give-up flag (so the block's other pollers stop at once) and returns what it read.
-template <typename T, int VEC, bool kRows = false>
+template <typename T, int VEC, bool kRows = false, int kMaxPause = 512>
 __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
                                                     uint32_t epoch, int* give_up, uint32_t sig = 0) {
   const Pack<T, VEC> v = loadPackRelaxedSys<T, VEC>(p);
   if (lamportArrived(v)) return v;
   const uint32_t* header =
       kRows ? lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(peer, c.rank)) : nullptr;
-  return lamportWaitSlow<T, VEC>(WaitEnv{c.abort_flag, c.error, c.timeout_ns}, p, header, block, peer, epoch,
-                                 give_up, sig);
+  return lamportWaitSlow<T, VEC, kMaxPause>(WaitEnv{c.abort_flag, c.error, c.timeout_ns}, p, header, block, peer,
+                                            epoch, give_up, sig);
 }
 
 // Restores "not arrived" over a pack the caller has read.
