@@ -161,6 +161,11 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   const int tid = Epi::template rowThread<kCluster>();
 
   LamportHeaders headers(c);  // thread t < world-1 checks one peer's call header
+  // Where this rank's vector i of the unit's row j goes in a peer's region, at the unit's epoch.
+  auto peerSlot = [&](int peer, int j, auto i) {
+    return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + (int64_t(senderIndex(c.rank, peer)) * R + j) * stride +
+           i * VEC;
+  };
   for (int64_t u = first; u < units; u += step) {
     if (u != first) {
       lamportNextUnit();
@@ -178,10 +183,8 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     // loads back (H200 pair, session 19, Auto, same call, 3 runs: 4 x 4096 4.1-4.4 -> 3.9-4.0 us,
     // 32 x 8192 7.2-7.6 -> 6.9-7.0; 1 x 4096 within noise, 3.8-4.0 -> 3.7-3.8).
     auto push = [&](int j, int i) {
-      storeToPeers(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)), [&](int peer) {
-        return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + (int64_t(senderIndex(c.rank, peer)) * R + j) * stride +
-               i * VEC;
-      });
+      storeToPeers(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)),
+                   [&](int peer) { return peerSlot(peer, j, i); });
     };
     // Held operands (header comment): the row's input, residual and gamma in registers before the
     // NVLink stores. Same vectors per thread as the loops below, so the peers see the same layout.
@@ -201,10 +204,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
 #pragma unroll
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = tid + int64_t(k) * kThreads;
-        if (i < nvec)
-          storeToPeers(c, mine[k], [&](int peer) {
-            return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + int64_t(senderIndex(c.rank, peer)) * R * stride + i * VEC;
-          });
+        if (i < nvec) storeToPeers(c, mine[k], [&](int peer) { return peerSlot(peer, 0, i); });
       }
     } else if constexpr (kCluster) {
       // Exactly the vectors this block's threads reduce (RowEpilogue layout): the peer's block b,
@@ -228,12 +228,15 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
 
     // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
     T* region = reinterpret_cast<T*>(lamportAddr(c, c.rank, b, epoch));
+    auto mySlot = [&](int src, int j, int64_t i) {  // where src's vector i of row j lands here
+      return region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
+    };
     headers.watch(c, b, epoch);
     if (held) {
       Epi::template runHeld<kCluster>(a, row0, sh, hres, hgam, [&](int k, int64_t i) {
         const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
           if (src == c.rank) return mine[k];
-          T* slot = region + int64_t(senderIndex(src, c.rank)) * R * stride + i * VEC;
+          T* slot = mySlot(src, 0, i);
           const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
           lamportClear<T, VEC>(slot);
           return p;
@@ -247,7 +250,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
       Epi::template run<kCluster>(a, row0 + j, sh, [&](int64_t i) {
         const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
           if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
-          T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
+          T* slot = mySlot(src, j, i);
           const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
           lamportClear<T, VEC>(slot);
           return p;
