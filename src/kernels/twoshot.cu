@@ -138,6 +138,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   const int64_t ag_offset = int64_t(n - 1) * R * stride;  // AG part after the RS part
   const T* in = static_cast<const T*>(a.input);
   const int64_t units = (a.tokens + int64_t(n) * R - 1) / (int64_t(n) * R);
+  // Steps 3-5 split in this call (header): the kernel can (kSplit), the communicator lets it, and
+  // the row fits the half-block epilogue's vectors per thread.
+  const bool split = kSplit && c.two_shot_split && a.hidden / VEC <= int64_t(kThreads) * kVpt;
   uint32_t epoch = c.epochs[b];
 
   // RS(u, e) by threads 0 .. threads-1: the whole block, or the pushing half of a split block (on
@@ -213,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     }
     const bool next = u + gridDim.x < units;
     signalPeers(c, 1, b, epoch, a.sig, !(c.test_skip_ag_signal && next));  // (the test hook: kernels.h)
-    if (kSplit && c.two_shot_split && next && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
+    if (split && next) {
       // 3-5 split: warps 0-7 push the next unit's reduce-scatter and signal it (barrier 1) while
       // warps 8-15 wait for this unit's sums and finish the peers' rows (barrier 2).
       if (threadIdx.x < kHalf) {
@@ -235,9 +238,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
     if (!waitPeers(c, 1, b, epoch, a.sig)) return;
     // 5. Epilogue of the peers' rows from the gathered sums: with the split, the last unit's rows
     // two at a time, one per half-block.
-    // (The split's test above, again: one variable for both changed the generated code, so that
-    // waits for a device A/B; docs/PERF-NOTES.md, repeated kernel code.)
-    if (kSplit && c.two_shot_split && a.hidden / VEC <= int64_t(kThreads) * kVpt) {
+    if (split) {
       const int h = threadIdx.x < kHalf ? 0 : 1;
       finishPeerRows(unit0, region, kLastUnitHalf0 + h, threadIdx.x - h * kHalf);
     } else {
