@@ -346,11 +346,11 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
 }
 
 // Polls p until every element arrived, backing off 32..kMaxPause cycles between polls (512 unless
-// the kernel measured better: oneshot.cu oneShotPollPause). Bounded like
-// waitPeers: every 256 polls it checks the block's give-up flag, the abort word and the timeout,
-// and, for a row pack (kRows), whether the sender's header says it is in another call (its rows
-// may then never fill what this rank waits for); on failure it records it, raises the block's
-// give-up flag (so the block's other pollers stop at once) and returns what it read.
+// the kernel measured better: oneshot.cu oneShotPollPause). Bounded like waitPeers: every 256
+// polls it checks the block's give-up flag, the abort word and the timeout, and, for a row pack
+// (kRows), whether the sender's header says it is in another call (its rows may then never fill
+// what this rank waits for); on failure it records it, raises the block's give-up flag (so the
+// block's other pollers stop at once) and returns what it read.
 template <typename T, int VEC, bool kRows = false, int kMaxPause = 512>
 __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
                                                     uint32_t epoch, int* give_up, uint32_t sig = 0) {
