@@ -22,13 +22,13 @@
 //     their order on each rank. A rank that skips a call and makes no further call leaves its peers
 //     waiting: on the fused paths they give up after Config::timeout_seconds and report
 //     Status::kTimeout; calls that take the NCCL path wait as NCCL does, with no timeout of
-//     arfusion's (ncclCommAbort releases them). But a rank
-//     that skips a call (or whose call is rejected by argument checks that only it fails, such as
-//     a host pointer on that rank alone) and then makes its next call within the timeout pairs that
-//     call with its peers' previous one. Fused calls carry a signature (op, dtype, shape, strategy,
-//     grid, vector or scalar path) that peers check: paired calls that differ fail the communicator with kMismatch
-//     (reported like a timeout); paired calls of the same shape give wrong results without an
-//     error (README "Known limits").
+//     arfusion's (ncclCommAbort releases them). But a rank that skips a call (or whose call is
+//     rejected by argument checks that only it fails, such as a host pointer on that rank alone)
+//     and then makes its next call within the timeout pairs that call with its peers' previous
+//     one. Fused calls carry a signature (op, dtype, shape, strategy, grid, vector or scalar path)
+//     that peers check: paired calls that differ fail the communicator with kMismatch (reported
+//     like a timeout); paired calls of the same shape give wrong results without an error (README
+//     "Known limits").
 //   * One call in flight per communicator. Eager calls are made safe: a call on another stream
 //     than the previous call waits for it (cudaStreamWaitEvent), so alternating streams is
 //     correct, just serialised. Inside CUDA-graph capture that ordering is the caller's: do not
@@ -205,10 +205,11 @@ Status commCreate(ncclComm_t nccl, const Config& config, Communicator** comm);
 // within their timeout (or commAbort on every rank).
 Status commDestroy(Communicator* comm);
 
-// Makes every fused kernel of this communicator that is waiting for a peer give up (kAborted) and fails
-// the communicator: every later call returns kAborted. Safe from any host thread; does not block
-// (it queues a 4-byte copy into the abort word in device memory on a stream of its own, which a
-// copy engine runs beside the waiting kernels; they notice it within a few hundred microseconds).
+// Makes every fused kernel of this communicator that is waiting for a peer give up (kAborted) and
+// fails the communicator: every later call returns kAborted. Safe from any host thread; does not
+// block (it queues a 4-byte copy into the abort word in device memory on a stream of its own,
+// which a copy engine runs beside the waiting kernels; they notice it within a few hundred
+// microseconds).
 Status commAbort(Communicator* comm);
 
 // Reads the device-side error word without synchronizing: kSuccess, kTimeout, kAborted or

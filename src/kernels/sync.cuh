@@ -9,12 +9,12 @@
 //     1. writes its payload into slot (e % kSlots) of block b's region on every peer (plain stores);
 //     2. __syncthreads(); one thread per peer does a system-scope *release* store of
 //        (kFlagWritten | signature << 32 | e) into the peer's flags[phase][b][my rank] (64 bits;
-//        kFlagWritten, bit 63, is set in every flag ever written: zeroed flags match no epoch). bar.sync orders
-//        the block's payload stores before the release, and release at system scope makes them
-//        visible before the flag;
+//        kFlagWritten, bit 63, is set in every flag ever written: zeroed flags match no epoch).
+//        bar.sync orders the block's payload stores before the release, and release at system
+//        scope makes them visible before the flag;
 //     3. one thread per peer spins on a system-scope relaxed load of its own flags[phase][b][peer]
-//        until it is written with epoch e or e+1, then issues a system-scope acquire fence and __syncthreads();
-//        payload reads come after the fence. Payload is read with ld.global.cg (L2 only), never
+//        until it is written with epoch e or e+1, then issues a system-scope acquire fence and
+//        __syncthreads(); payload reads come after the fence. Payload is read with ld.global.cg (L2 only), never
 //        through the non-coherent L1.
 //   Buffer reuse ("data ready" vs "buffer free"): a peer's flag e is written after the peer finished
 //   every read of epoch e-1 (block b's steps run in order). With two slots, epoch e+1 overwrites the
