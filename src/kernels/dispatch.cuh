@@ -125,10 +125,12 @@ cudaError_t launchPlain(void (*kernel)(KArgs...), unsigned blocks, unsigned thre
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with
-//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held);
+//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
 //   static constexpr bool kHeldOperands; // whether it has kernels that hold a one-row unit's operands
-// giving the kernel of a variant, sync mode and row layout (one block per row, or a cluster).
+//   static constexpr bool kWorldTwo;     // whether it has kernels compiled for two ranks
+// giving the kernel of a variant, sync mode, row layout (one block per row, or a cluster) and world
+// size (kernels for two ranks where kWorldTwo, else one for every size).
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
 // the kernels the launches use.
 template <typename Family>
@@ -140,7 +142,8 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
     // operands (oneshot.cu). The same vectors, order and protocol as the other, so it changes no
     // wait: ranks need not agree on it.
     const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
-    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1, held),
+    // The world size is the communicator's: every rank launches the same kind of kernel.
+    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1, held, comm.world),
                        launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
@@ -154,8 +157,12 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
         if (cluster && !Family::kClusterRows) continue;
         for (bool held : {false, true}) {
           if (held && !Family::kHeldOperands) continue;
-          const cudaError_t e = visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster, held));
-          if (e != cudaSuccess) return e;
+          for (int world : {2, kMaxRanks}) {
+            if (world == 2 && !Family::kWorldTwo) continue;
+            const cudaError_t e =
+                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster, held, world));
+            if (e != cudaSuccess) return e;
+          }
         }
       }
     }

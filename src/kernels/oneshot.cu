@@ -51,6 +51,18 @@
 //   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
 //   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
 //   docs/PERF-NOTES.md has the measurements.
+// Two ranks: the Lamport kernel also comes compiled for a world of two (kWorld = 2: the pushes and
+//   the rank-order sums unrolled twice instead of kMaxRanks = 8 times, each copy with its inlined
+//   poll), launched whenever the communicator has two ranks (every rank alike; kWorld = 0 serves
+//   the other sizes). Same protocol, order and bits; its PTX is 2.2-3x smaller. H200 pair, bf16,
+//   Auto, same call, 3 runs (session 25 call 7): 1 x 4096 3.6-3.7 -> 3.3 us, 8 x 4096 4.2 -> 3.6,
+//   1 x 8192 5.0-5.1 -> 4.2-4.3, 8 x 8192 5.6-5.7 -> 4.8, 64 x 8192 8.9 -> 8.4-8.5, 128 x 8192
+//   11.8-12.0 -> 11.5-11.6, plain allreduce 128 x 8192 10.3 -> 9.6-9.7; bf16 sweeps to 1 MiB
+//   geomean 0.88-0.91. A build with kMaxRanks = 2 everywhere had gained at 1-8 rows but lost
+//   0.6-1.3 us at 32-128 (call 4); its PTX copies the two-entry DeviceComm arrays to local memory
+//   for the dynamic peer index (likely cause: each peer address then comes from a local load that
+//   may queue behind the NVLink stores; not measured). Here the arrays keep kMaxRanks entries and
+//   the kernels have no local frame.
 // Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
 //   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
 //   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
@@ -127,8 +139,9 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 
 // kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel (header
 // comment), launched only for units of one row (R == 1) of an op that reads a residual
-// (dispatch.cuh launchFamily); it has no other path.
-template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld>
+// (dispatch.cuh launchFamily); it has no other path. kWorld: 2 for the kernels of two-rank
+// communicators, 0 for any world size (header comment, "Two ranks").
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld>
 // (kThreads, 1): without it ptxas held this kernel to 64 registers and spilled 156-364 bytes per
 // thread (bf16); with it, 105 registers and no spill. 1 x 4096 4.8 -> 4.6 us, 16 x 8192 8.7 -> 8.3
 // (H200 pair, session 4).
@@ -140,6 +153,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = oneShotPollPause(kVpt);
+  constexpr int kMaxSrc = kWorld > 0 ? kWorld : kMaxRanks;  // the rank-order sums' unrolled sources
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
   if (threadIdx.x == 0) give_up = 0;
@@ -183,7 +197,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     // loads back (H200 pair, session 19, Auto, same call, 3 runs: 4 x 4096 4.1-4.4 -> 3.9-4.0 us,
     // 32 x 8192 7.2-7.6 -> 6.9-7.0; 1 x 4096 within noise, 3.8-4.0 -> 3.7-3.8).
     auto push = [&](int j, int i) {
-      storeToPeers(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)),
+      storeToPeers<kWorld>(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)),
                    [&](int peer) { return peerSlot(peer, j, i); });
     };
     // Held operands (header comment): the row's input, residual and gamma in registers before the
@@ -204,7 +218,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
 #pragma unroll
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = tid + int64_t(k) * kThreads;
-        if (i < nvec) storeToPeers(c, mine[k], [&](int peer) { return peerSlot(peer, 0, i); });
+        if (i < nvec) storeToPeers<kWorld>(c, mine[k], [&](int peer) { return peerSlot(peer, 0, i); });
       }
     } else if constexpr (kCluster) {
       // Exactly the vectors this block's threads reduce (RowEpilogue layout): the peer's block b,
@@ -234,7 +248,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     headers.watch(c, b, epoch);
     if (held) {
       Epi::template runHeld<kCluster>(a, row0, sh, hres, hgam, [&](int k, int64_t i) {
-        const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
+        const P s = sumInRankOrder<T, VEC, kMaxSrc>(worldOf<kWorld>(c), [&](int src) {
           if (src == c.rank) return mine[k];
           T* slot = mySlot(src, 0, i);
           const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
@@ -248,7 +262,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     for (int j = 0; j < (held ? 0 : rows); ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::template run<kCluster>(a, row0 + j, sh, [&](int64_t i) {
-        const P s = sumInRankOrder<T, VEC>(c.world, [&](int src) {
+        const P s = sumInRankOrder<T, VEC, kMaxSrc>(worldOf<kWorld>(c), [&](int src) {
           if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
           T* slot = mySlot(src, j, i);
           const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
@@ -273,19 +287,23 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   if (first >= units) gridDependencyTrigger<kSync>();  // a block without a unit
 }
 
-// The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
+// The family's kernel of a variant, a sync mode, a row layout and a world size (dispatch.cuh,
+// launchFamily).
 struct OneShot {
   static constexpr bool kClusterRows = true;  // the Lamport kernel can spread a row over a cluster
   static constexpr bool kHeldOperands = true;  // and hold a one-row unit's operands (header comment)
-  template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync, bool cluster, bool held) {
+  static constexpr bool kWorldTwo = true;      // and has kernels for two ranks (header comment)
+  template <typename T, int VEC, int kVpt, int kWorld>
+  static auto lamport(bool cluster, bool held) {
     constexpr SyncMode G = SyncMode::kGridDependency;
-    if (sync == G) {
-      if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false>;  // holds by a branch (header comment)
-      if constexpr (kVpt <= 2)
-        if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true>;
-      return oneShotLamportKernel<T, VEC, kVpt, G, false, false>;
-    }
+    if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld>;  // holds by a branch (header comment)
+    if constexpr (kVpt <= 2)
+      if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld>;
+    return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld>;
+  }
+  template <typename T, int VEC, int kVpt>
+  static auto kernel(SyncMode sync, bool cluster, bool held, int world) {
+    if (sync == SyncMode::kGridDependency) return world == 2 ? lamport<T, VEC, kVpt, 2>(cluster, held) : lamport<T, VEC, kVpt, 0>(cluster, held);
     return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
 };
@@ -313,11 +331,14 @@ cudaError_t oneShotMaxClusters(int row_blocks, int* clusters) {
   const cudaError_t e = forEachVariant([&](auto v) {
     using V = decltype(v);
     const FusedConfig c(false, row_blocks, row_blocks, nullptr);  // one cluster; no stream attribute
-    int n = 0;
-    const cudaError_t err = cudaOccupancyMaxActiveClusters(
-        &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true, false), &c.cfg);
-    fewest = n < fewest ? n : fewest;
-    return err;
+    for (int world : {2, kMaxRanks}) {  // the two-rank kernels and the others
+      int n = 0;
+      const cudaError_t err = cudaOccupancyMaxActiveClusters(
+          &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true, false, world), &c.cfg);
+      if (err != cudaSuccess) return err;
+      fewest = n < fewest ? n : fewest;
+    }
+    return cudaSuccess;
   });
   *clusters = e == cudaSuccess ? fewest : 0;
   return e;

@@ -142,14 +142,21 @@ __device__ __forceinline__ uint8_t* regionAddr(const DeviceComm& c, int r, int b
   return c.data[r] + (static_cast<size_t>(block) * kSlots + (epoch % kSlots)) * c.region_bytes;
 }
 
+// The world size of a kernel compiled for kWorld ranks (0: any, read from the communicator).
+template <int kWorld>
+__device__ __forceinline__ int worldOf(const DeviceComm& c) {
+  return kWorld > 0 ? kWorld : c.world;
+}
+
 // Stores pack p into every peer: dst(peer) is its address in that peer's workspace. Peers in the
-// order rank+1, rank+2, ... so that the ranks do not all write to rank 0 first.
-template <typename T, int VEC, typename DstFn>
+// order rank+1, rank+2, ... so that the ranks do not all write to rank 0 first. kWorld as worldOf.
+template <int kWorld = 0, typename T, int VEC, typename DstFn>
 __device__ __forceinline__ void storeToPeers(const DeviceComm& c, const Pack<T, VEC>& p, DstFn&& dst) {
+  constexpr int kMax = kWorld > 0 ? kWorld : kMaxRanks;
 #pragma unroll
-  for (int d = 1; d < kMaxRanks; ++d) {
-    if (d < c.world) {
-      const int peer = (c.rank + d) % c.world;
+  for (int d = 1; d < kMax; ++d) {
+    if (kWorld > 0 || d < c.world) {
+      const int peer = (c.rank + d) % worldOf<kWorld>(c);
       storePackPeer<T, VEC>(dst(peer), p);
     }
   }

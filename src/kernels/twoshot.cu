@@ -354,8 +354,9 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 struct TwoShot {
   static constexpr bool kClusterRows = false;  // one block per row
   static constexpr bool kHeldOperands = false;
+  static constexpr bool kWorldTwo = false;  // one kernel for every world size
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/) {
+  static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int /*world*/) {
     return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency>
                                              : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
@@ -366,8 +367,9 @@ struct TwoShot {
 struct TwoShotLamport {
   static constexpr bool kClusterRows = false;
   static constexpr bool kHeldOperands = false;
+  static constexpr bool kWorldTwo = false;
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/) {
+  static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int /*world*/) {
     return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>;
   }
 };
