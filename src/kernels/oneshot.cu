@@ -75,16 +75,22 @@
 namespace arfusion::detail {
 namespace {
 
-// The longest pause (SM cycles) between two polls of a Lamport pack (sync.cuh lamportWaitSlow): 32
-// where a thread reduces one vector per row (kVpt 1: rows of at most kThreads vectors, bf16/fp16 up
-// to 4096 elements, fp32 up to 2048), the waits' default 512 elsewhere. H200 pair, bf16, session 24
-// call 1, same call, gbench 3 runs and sweeps up to 1 MiB 2 runs: with kVpt 1 the short pause took
-// Auto 16 x 4096 4.6 -> 4.4 us, 32 x 4096 4.7 -> 4.5-4.6, 128 x 4096 7.3 -> 7.1, and the sweep
-// points of hidden 2048 and 4096 by 0.95-1.005x (geomean 0.98); the same pause in the kVpt 2
-// kernels took 8 x 8192 5.6-5.7 -> 5.9-6.0 and 23-32 x 8192 6.1-6.5 -> 7.0-7.5 (as session 21 found
-// with it everywhere). Why two vectors per thread turn the shorter pause into a loss is not known;
-// the rule is what was measured.
-constexpr int oneShotPollPause(int vectors_per_thread) { return vectors_per_thread == 1 ? 32 : 512; }
+// The longest pause (SM cycles) between two polls of a Lamport pack (sync.cuh lamportWaitSlow), by
+// vectors per thread and the kernel's world (kWorld): 32 or the waits' default 512.
+// - Kernels for any world size (kWorld 0): 32 where a thread reduces one vector per row (kVpt 1:
+//   rows of at most kThreads vectors, bf16/fp16 up to 4096 elements, fp32 up to 2048), 512
+//   elsewhere. H200 pair, bf16, session 24 call 1, same call, gbench 3 runs and sweeps up to 1 MiB
+//   2 runs: with kVpt 1 the short pause took Auto 16 x 4096 4.6 -> 4.4 us, 32 x 4096 4.7 ->
+//   4.5-4.6, 128 x 4096 7.3 -> 7.1 (sweep geomean 0.98); in these kVpt 2 kernels it took 8 x 8192
+//   5.6-5.7 -> 5.9-6.0 and 23-32 x 8192 6.1-6.5 -> 7.0-7.5 (as session 21 found).
+// - Two-rank kernels (kWorld 2): 32 with kVpt 1 and 2. Session 25 call 9, same call, 3 runs, on
+//   them: Auto 32 x 8192 6.7 -> 6.3, 64 x 8192 8.4 -> 8.0, 128 x 8192 11.5-11.7 -> 11.1-11.2,
+//   8 x 8192 4.8 -> 4.7, 16 x 8192 5.3-5.4 -> 5.4, rows of 4096 within 1%. So the kVpt-2 loss
+//   above belongs to the eight-rank code, not to two vectors per thread. kVpt 4 (wider rows) is
+//   not measured with it and keeps 512.
+constexpr int oneShotPollPause(int vectors_per_thread, int world) {
+  return vectors_per_thread == 1 || (world == 2 && vectors_per_thread == 2) ? 32 : 512;
+}
 
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
@@ -152,7 +158,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
-  constexpr int kPollPause = oneShotPollPause(kVpt);
+  constexpr int kPollPause = oneShotPollPause(kVpt, kWorld);
   constexpr int kMaxSrc = kWorld > 0 ? kWorld : kMaxRanks;  // the rank-order sums' unrolled sources
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
