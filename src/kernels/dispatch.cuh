@@ -143,8 +143,8 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
     // wait: ranks need not agree on it.
     const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
     // The world size is the communicator's: every rank launches the same kind of kernel.
-    return launchFused(Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1, held, comm.world),
-                       launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
+    const auto kernel = Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1, held, comm.world);
+    return launchFused(kernel, launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
 
