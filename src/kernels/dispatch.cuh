@@ -124,6 +124,10 @@ cudaError_t launchPlain(void (*kernel)(KArgs...), unsigned blocks, unsigned thre
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
+// World sizes that pick distinct kernels of a family: 2 (the two-rank kernels, where the family has
+// them) and any other size, which kMaxRanks stands for here.
+constexpr int kKernelWorlds[] = {2, kMaxRanks};
+
 // A fused kernel family (one-shot, two-shot) is a type with
 //   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
@@ -157,7 +161,7 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
         if (cluster && !Family::kClusterRows) continue;
         for (bool held : {false, true}) {
           if (held && !Family::kHeldOperands) continue;
-          for (int world : {2, kMaxRanks}) {
+          for (int world : kKernelWorlds) {
             if (world == 2 && !Family::kWorldTwo) continue;
             const cudaError_t e =
                 visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster, held, world));

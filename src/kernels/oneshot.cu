@@ -159,7 +159,6 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = oneShotPollPause(kVpt, kWorld);
-  constexpr int kMaxSrc = kWorld > 0 ? kWorld : kMaxRanks;  // the rank-order sums' unrolled sources
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
   if (threadIdx.x == 0) give_up = 0;
@@ -254,7 +253,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     headers.watch(c, b, epoch);
     if (held) {
       Epi::template runHeld<kCluster>(a, row0, sh, hres, hgam, [&](int k, int64_t i) {
-        const P s = sumInRankOrder<T, VEC, kMaxSrc>(worldOf<kWorld>(c), [&](int src) {
+        const P s = sumInRankOrder<T, VEC, kWorld>(c.world, [&](int src) {
           if (src == c.rank) return mine[k];
           T* slot = mySlot(src, 0, i);
           const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
@@ -268,7 +267,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     for (int j = 0; j < (held ? 0 : rows); ++j) {
       const T* own = in + (row0 + j) * a.hidden;
       Epi::template run<kCluster>(a, row0 + j, sh, [&](int64_t i) {
-        const P s = sumInRankOrder<T, VEC, kMaxSrc>(worldOf<kWorld>(c), [&](int src) {
+        const P s = sumInRankOrder<T, VEC, kWorld>(c.world, [&](int src) {
           if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
           T* slot = mySlot(src, j, i);
           const P p = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
@@ -338,7 +337,7 @@ cudaError_t oneShotMaxClusters(int row_blocks, int* clusters) {
   const cudaError_t e = forEachVariant([&](auto v) {
     using V = decltype(v);
     const FusedConfig c(false, row_blocks, row_blocks, nullptr);  // one cluster; no stream attribute
-    for (int world : {2, kMaxRanks}) {  // the two-rank kernels and the others
+    for (int world : kKernelWorlds) {  // the two-rank kernels and the others
       int n = 0;
       const cudaError_t err = cudaOccupancyMaxActiveClusters(
           &n, OneShot::kernel<typename V::type, V::vec, V::vpt>(SyncMode::kGridDependency, true, false, world), &c.cfg);

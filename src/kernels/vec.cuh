@@ -145,16 +145,17 @@ __device__ __forceinline__ int64_t strideElems(int64_t hidden) {
 
 // The allreduce of one pack: the fp32 sum of ranks 0..world-1 in that order (load(src) gives rank
 // src's pack), rounded to T. Every kernel sums this way, so every rank gets the same bits.
-// kMaxSrc: the most ranks the caller's kernel serves (kMaxRanks, or its compile-time world size):
-// the loop is unrolled that many times, each with the caller's load inlined.
-template <typename T, int VEC, int kMaxSrc = kMaxRanks, typename LoadFn>
+// kWorld: the caller kernel's compile-time world size, or 0 for any (`world` then bounds the
+// loop): the loop is unrolled kWorld (else kMaxRanks) times, each with the caller's load inlined.
+template <typename T, int VEC, int kWorld = 0, typename LoadFn>
 __device__ __forceinline__ Pack<T, VEC> sumInRankOrder(int world, LoadFn&& load) {
+  constexpr int kMax = kWorld > 0 ? kWorld : kMaxRanks;
   float acc[VEC];
 #pragma unroll
   for (int e = 0; e < VEC; ++e) acc[e] = -0.f;  // -0 + x == x, also for x == -0 (NCCL agrees)
 #pragma unroll
-  for (int src = 0; src < kMaxSrc; ++src) {
-    if (src < world) {
+  for (int src = 0; src < kMax; ++src) {
+    if (kWorld > 0 || src < world) {
       const Pack<T, VEC> p = load(src);
 #pragma unroll
       for (int e = 0; e < VEC; ++e) acc[e] += toFloat(p.v[e]);
