@@ -17,7 +17,7 @@
 //   latency on the critical path.
 // Two kernels, one per sync mode (sync.cuh has both protocols):
 //   GridDependency -> oneShotLamportKernel: the data is its own ready flag (Lamport area, all-ones
-//     = not arrived, inputs sanitised); the reader polls the packs (pausing up to oneShotPollPause
+//     = not arrived, inputs sanitised); the reader polls the packs (pausing up to lamportPollPause
 //     cycles between polls), sums them and writes all-ones back. No fence and no flag on the
 //     critical path. cudaGridDependencySynchronize() before the first global access, trigger
 //     once every thread wrote its outputs (before the header check).
@@ -74,23 +74,6 @@
 
 namespace arfusion::detail {
 namespace {
-
-// The longest pause (SM cycles) between two polls of a Lamport pack (sync.cuh lamportWaitSlow), by
-// vectors per thread and the kernel's world (kWorld): 32 or the waits' default 512.
-// - Kernels for any world size (kWorld 0): 32 where a thread reduces one vector per row (kVpt 1:
-//   rows of at most kThreads vectors, bf16/fp16 up to 4096 elements, fp32 up to 2048), 512
-//   elsewhere. H200 pair, bf16, session 24 call 1, same call, gbench 3 runs and sweeps up to 1 MiB
-//   2 runs: with kVpt 1 the short pause took Auto 16 x 4096 4.6 -> 4.4 us, 32 x 4096 4.7 ->
-//   4.5-4.6, 128 x 4096 7.3 -> 7.1 (sweep geomean 0.98); in these kVpt 2 kernels it took 8 x 8192
-//   5.6-5.7 -> 5.9-6.0 and 23-32 x 8192 6.1-6.5 -> 7.0-7.5 (as session 21 found).
-// - Two-rank kernels (kWorld 2): 32 with kVpt 1 and 2. Session 25 call 9, same call, 3 runs, on
-//   them: Auto 32 x 8192 6.7 -> 6.3, 64 x 8192 8.4 -> 8.0, 128 x 8192 11.5-11.7 -> 11.1-11.2,
-//   8 x 8192 4.8 -> 4.7, 16 x 8192 5.3-5.4 -> 5.4, rows of 4096 within 1%. So the kVpt-2 loss
-//   above belongs to the eight-rank code, not to two vectors per thread. kVpt 4 (wider rows) is
-//   not measured with it and keeps 512.
-constexpr int oneShotPollPause(int vectors_per_thread, int world) {
-  return vectors_per_thread == 1 || (world == 2 && vectors_per_thread == 2) ? 32 : 512;
-}
 
 template <typename T, int VEC, int kVpt, SyncMode kSync>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
@@ -158,7 +141,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
-  constexpr int kPollPause = oneShotPollPause(kVpt, kWorld);
+  constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
   if (threadIdx.x == 0) give_up = 0;

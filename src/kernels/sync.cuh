@@ -352,8 +352,30 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
   return v;
 }
 
+// The longest pause (SM cycles) between two polls of a Lamport pack (lamportWaitSlow), by the
+// kernel's vectors per thread and world (kWorld): 32 or the waits' default 512. Both Lamport kernels
+// (oneshot.cu, twoshot.cu) use it.
+// - Kernels for any world size (kWorld 0): 32 where a thread reduces one vector per row (kVpt 1:
+//   rows of at most kThreads vectors, bf16/fp16 up to 4096 elements, fp32 up to 2048), 512
+//   elsewhere. H200 pair, bf16, session 24 call 1, same call, gbench 3 runs and sweeps up to 1 MiB
+//   2 runs, one-shot: with kVpt 1 the short pause took Auto 16 x 4096 4.6 -> 4.4 us, 32 x 4096 4.7 ->
+//   4.5-4.6, 128 x 4096 7.3 -> 7.1 (sweep geomean 0.98); in these kVpt 2 kernels it took 8 x 8192
+//   5.6-5.7 -> 5.9-6.0 and 23-32 x 8192 6.1-6.5 -> 7.0-7.5 (as session 21 found).
+// - Two-rank kernels (kWorld 2): 32 with kVpt 1 and 2. Session 25 call 9, same call, 3 runs, one-shot:
+//   Auto 32 x 8192 6.7 -> 6.3, 64 x 8192 8.4 -> 8.0, 128 x 8192 11.5-11.7 -> 11.1-11.2,
+//   8 x 8192 4.8 -> 4.7, 16 x 8192 5.3-5.4 -> 5.4, rows of 4096 within 1%. So the kVpt-2 loss
+//   above belongs to the eight-rank code, not to two vectors per thread. Session 26 call 1, the
+//   two-rank Lamport two-shot, same call, 3 runs: 128 x 8192 11.9-12.0 -> 11.6-11.7, 256 x 8192
+//   17.0-17.1 -> 16.7-16.8, 256 x 4096 10.4-10.5 -> 10.3, 128 x 4096 7.2-7.3 -> 7.1, 512 x 8192
+//   unchanged at 31.2-31.6 (sweep 0.5-16 MiB, 126 sizes: geomean 0.997). The two-shot's kernels
+//   for any world size take the same rule, not timed there (no machine here has more than two GPUs).
+//   kVpt 4 (wider rows) is not measured with it and keeps 512.
+constexpr int lamportPollPause(int vectors_per_thread, int world) {
+  return vectors_per_thread == 1 || (world == 2 && vectors_per_thread == 2) ? 32 : 512;
+}
+
 // Polls p until every element arrived, backing off 32..kMaxPause cycles between polls (512 unless
-// the kernel measured better: oneshot.cu oneShotPollPause). Bounded like waitPeers: every 256
+// the kernel measured better: lamportPollPause). Bounded like waitPeers: every 256
 // polls it checks the block's give-up flag, the abort word and the timeout, and, for a row pack
 // (kRows), whether the sender's header says it is in another call (its rows may then never fill
 // what this rank waits for); on failure it records it, raises the block's give-up flag (so the

@@ -70,7 +70,16 @@
 //   the Lamport kernel takes calls up to ~12 MB at hidden 8192 (R <= 3): same call, 2 runs each,
 //   H200 pair, bf16, session 11: 512 x 8192 38.6 -> 34.0 us, 256 x 8192 23.2 -> 19.3-19.6,
 //   512 x 4096 23.1-23.3 -> 18.1-18.4, 1 x 4096 9.4 -> 5.4; plain allreduce 512 x 8192 34.7 -> 29.7.
-// Instantiated per vectors per thread of the epilogue (1, 2, 4: dispatchVariant), like the one-shot.
+// Instantiated per vectors per thread of the epilogue (1, 2, 4: dispatchVariant), like the one-shot,
+// and, like it, for two ranks (kWorld 2: the rank loops of pushToOwners, the rank-order sums and the
+// all-gather stores run twice, unrolled, instead of to kMaxRanks) besides any world size (kWorld 0);
+// launchFamily picks by the communicator's world, so every rank launches the same kind of kernel.
+// Same protocol, order and bits. H200 pair, bf16, session 26 call 1, same call, 3 runs, two-shot
+// before -> after: 128 x 8192 14.0 -> 11.9-12.0 us, 256 x 8192 18.9-19.0 -> 17.0-17.1, 512 x 8192
+// 32.4-32.8 -> 31.2-31.6 (Lamport kernel); 2048 x 8192 123.8-124.6 -> 121.7-123.5, 8192 x 8192
+// 421.5-423.3 -> 407.7-409.6, 8192 x 4096 228.7-229.7 -> 223.1-225.2 (flag kernel; the Lamport
+// kernel alone for two ranks left these unchanged); sweep 0.5-16 MiB (bf16, fp32, hidden
+// 4096-16384, 126 sizes) geomean 0.844.
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 #include "sync.cuh"
@@ -95,11 +104,11 @@ __device__ __forceinline__ int partRows(int64_t tokens, int64_t first, int R) {
 // protocol), by threads tid = 0 .. threads-1. Push-loop index math in 32 bits (a 64-bit division
 // is a long software routine): R rows fit a region of at most 1 GiB (plan.cpp), so R * vectors per
 // row < 2^31.
-template <typename T, int VEC, bool kLamport, typename RegionOf>
+template <typename T, int VEC, bool kLamport, int kWorld = 0, typename RegionOf>
 __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs& a, int64_t unit0, int R,
                                              int64_t stride, RegionOf regionOf, int tid = threadIdx.x,
                                              int threads = kThreads) {
-  const int n = c.world;
+  const int n = worldOf<kWorld>(c);
   const int nv32 = static_cast<int>(a.hidden / VEC);
   const T* in = static_cast<const T*>(a.input);
   for (int d = 1; d < n; ++d) {
@@ -116,7 +125,7 @@ __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs&
   }
 }
 
-template <typename T, int VEC, int kVpt, SyncMode kSync>
+template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld>
 __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
@@ -133,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 
   const int b = blockIdx.x;
   const int R = rows_per_step;
-  const int n = c.world;
+  const int n = worldOf<kWorld>(c);
   const int64_t stride = strideElems<T>(a.hidden);
   const int64_t ag_offset = int64_t(n - 1) * R * stride;  // AG part after the RS part
   const T* in = static_cast<const T*>(a.input);
@@ -146,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   // RS(u, e) by threads 0 .. threads-1: the whole block, or the pushing half of a split block (on
   // barrier 1). Each peer's rows of unit u go to that peer (slot e%2, RS part); signal phase 0.
   auto pushScatter = [&](int64_t u, uint32_t e, int threads) {
-    pushToOwners<T, VEC, false>(c, a, u * n * R, R, stride,
+    pushToOwners<T, VEC, false, kWorld>(c, a, u * n * R, R, stride,
                                 [&](int peer) { return reinterpret_cast<T*>(regionAddr(c, peer, b, e)); },
                                 threadIdx.x, threads);
     if (threads == kThreads) __syncthreads();  // as signalPeers
@@ -203,11 +212,11 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
                               a.hidden);
       }
       Epi::run(a, mine0 + j, sh, [&](int64_t i) {
-        const P s = sumInRankOrder<T, VEC>(n, [&](int src) {
+        const P s = sumInRankOrder<T, VEC, kWorld>(n, [&](int src) {
           return src == c.rank ? loadPack<T, VEC>(own + i * VEC)
                                : loadPackCg<T, VEC>(region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC);
         });
-        storeToPeers(c, s, [&](int peer) {
+        storeToPeers<kWorld>(c, s, [&](int peer) {
           return reinterpret_cast<T*>(regionAddr(c, peer, b, epoch)) + ag_offset +
                  (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
         });
@@ -267,11 +276,12 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 // clears the kernel boundary ordered first. One unit per block, so no reuse inside a call.
 // Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (plan.cpp usesLamport):
 // a block runs only unit b, so a grid with more units would leave rows unwritten.
-template <typename T, int VEC, int kVpt, SyncMode kSync>
+template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld>
 __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport two-shot is a GridDependency kernel");
   using Epi = RowEpilogue<T, VEC, kVpt>;
   using P = Pack<T, VEC>;
+  constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
   __shared__ int give_up;
   if (threadIdx.x == 0) give_up = 0;
@@ -280,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 
   const int b = blockIdx.x;
   const int R = rows_per_step;
-  const int n = c.world;
+  const int n = worldOf<kWorld>(c);
   const int64_t stride = strideElems<T>(a.hidden);
   const int64_t ag_offset = int64_t(n - 1) * R * stride;
   const T* in = static_cast<const T*>(a.input);
@@ -289,7 +299,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 
   // 1. The reduce-scatter, then the header (the Lamport one-shot says why in that order).
   LamportHeaders headers(c);  // thread t < n-1 checks one peer's call header
-  pushToOwners<T, VEC, true>(c, a, unit0, R, stride,
+  pushToOwners<T, VEC, true, kWorld>(c, a, unit0, R, stride,
                              [&](int peer) { return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)); });
   headers.push(c, b, epoch, a.sig);
   // Every warp's pushes leave before any warp waits (as in the Lamport one-shot).
@@ -305,10 +315,10 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
     if (j + 1 < mine && threadIdx.x < 2)  // the next row's own input and residual into L2
       prefetchRowL2<T, VEC>(threadIdx.x == 0 ? own + a.hidden : residualRow<T>(a, mine0 + j + 1), a.hidden);
     Epi::run(a, mine0 + j, sh, [&](int64_t i) {
-      const P s = lamportSanitize(sumInRankOrder<T, VEC>(n, [&](int src) {
+      const P s = lamportSanitize(sumInRankOrder<T, VEC, kWorld>(n, [&](int src) {
         if (src == c.rank) return lamportSanitize(loadPack<T, VEC>(own + i * VEC));
         T* slot = region + (int64_t(senderIndex(src, c.rank)) * R + j) * stride + i * VEC;
-        const P v = lamportWait<T, VEC, true>(c, slot, b, src, epoch, &give_up, a.sig);
+        const P v = lamportWait<T, VEC, true, kPollPause>(c, slot, b, src, epoch, &give_up, a.sig);
         lamportClear<T, VEC>(slot);
         return v;
       }));
@@ -316,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
       // mismatch; sync.cuh lamportWaitSlow). Once it is up no sum is pushed, so the peers fail
       // (time out) too instead of finishing the call on sums made of sentinels.
       if (atomicAdd(&give_up, 0) == 0)  // an atomic read, as lamportWaitSlow's (racecheck)
-        storeToPeers(c, s, [&](int peer) {
+        storeToPeers<kWorld>(c, s, [&](int peer) {
           return reinterpret_cast<T*>(lamportAddr(c, peer, b, epoch)) + ag_offset +
                  (int64_t(senderIndex(c.rank, peer)) * R + j) * stride + i * VEC;
         });
@@ -335,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
       if (j + 1 < rows && threadIdx.x == 0) prefetchRowL2<T, VEC>(residualRow<T>(a, first + j + 1), a.hidden);
       Epi::run(a, first + j, sh, [&](int64_t i) {
         T* slot = sums + j * stride + i * VEC;
-        const P v = lamportWait<T, VEC, true>(c, slot, b, owner, epoch, &give_up, a.sig);
+        const P v = lamportWait<T, VEC, true, kPollPause>(c, slot, b, owner, epoch, &give_up, a.sig);
         lamportClear<T, VEC>(slot);
         return v;
       });
@@ -354,11 +364,13 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 struct TwoShot {
   static constexpr bool kClusterRows = false;  // one block per row
   static constexpr bool kHeldOperands = false;
-  static constexpr bool kWorldTwo = false;  // one kernel for every world size
+  static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int /*world*/) {
-    return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency>
-                                             : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
+  static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
+    constexpr SyncMode G = SyncMode::kGridDependency, F = SyncMode::kFlagBarrier;
+    if (world == 2)
+      return sync == G ? twoShotKernel<T, VEC, kVpt, G, 2> : twoShotKernel<T, VEC, kVpt, F, 2>;
+    return sync == G ? twoShotKernel<T, VEC, kVpt, G, 0> : twoShotKernel<T, VEC, kVpt, F, 0>;
   }
 };
 
@@ -367,10 +379,11 @@ struct TwoShot {
 struct TwoShotLamport {
   static constexpr bool kClusterRows = false;
   static constexpr bool kHeldOperands = false;
-  static constexpr bool kWorldTwo = false;
+  static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
   template <typename T, int VEC, int kVpt>
-  static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int /*world*/) {
-    return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency>;
+  static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
+    constexpr SyncMode G = SyncMode::kGridDependency;
+    return world == 2 ? twoShotLamportKernel<T, VEC, kVpt, G, 2> : twoShotLamportKernel<T, VEC, kVpt, G, 0>;
   }
 };
 
