@@ -334,17 +334,22 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(pick(512, 8192), Strategy::kTwoShot);   // 8 MB
   EXPECT_EQ(pick(2048, 8192), Strategy::kTwoShot);  // 32 MB
   EXPECT_EQ(pick(8192, 8192), Strategy::kTwoShot);  // 128 MB
-  // The token floor: wide rows below 160 tokens stay on the one-shot whatever their size.
+  // The token floor: rows below 133 tokens (one row per block of the one-shot on 132 SMs) stay on
+  // the one-shot whatever their size.
   EXPECT_EQ(pick(128, 16384), Strategy::kOneShot);                   // 4 MB
   EXPECT_EQ(pick(128, 16384, DType::kFloat32), Strategy::kOneShot);  // 8 MB
-  EXPECT_EQ(pick(159, 32768), Strategy::kOneShot);                   // 9.9 MB
-  EXPECT_EQ(pick(159, 65536), Strategy::kTwoShot);  // 128 KB rows do not fit a one-shot step
-  EXPECT_EQ(pick(160, 16384), Strategy::kTwoShot);                   // 5 MB
-  EXPECT_EQ(pick(400, 1024), Strategy::kOneShot);                    // 800 KB: under the 896 KiB rule
+  EXPECT_EQ(pick(132, 32768), Strategy::kOneShot);                   // 8.3 MB
+  EXPECT_EQ(pick(132, 65536), Strategy::kTwoShot);  // 128 KB rows do not fit a one-shot step
+  EXPECT_EQ(pick(132, 8192), Strategy::kOneShot);                    // 2.1 MB
+  EXPECT_EQ(pick(133, 8192), Strategy::kTwoShot);                    // 2.1 MB, 133 rows
+  EXPECT_EQ(pick(133, 16384), Strategy::kTwoShot);                   // 4.2 MB
+  EXPECT_EQ(pick(256, 1024), Strategy::kOneShot);                    // 512 KiB: the byte rule
+  EXPECT_EQ(pick(144, 2048), Strategy::kTwoShot);                    // 576 KB of 4 KB rows
+  EXPECT_EQ(pick(400, 1024), Strategy::kTwoShot);                    // 800 KB of 2 KB rows
   EXPECT_EQ(pick(512, 1024), Strategy::kTwoShot);                    // 1 MiB of 2 KB rows
   EXPECT_EQ(pick(182, 2880), Strategy::kTwoShot);                    // 1 MiB of 5.6 KB rows
   EXPECT_EQ(pick(128, 4096), Strategy::kOneShot);                    // 1 MiB, 128 tokens: the floor
-  EXPECT_NE(std::string(planFor(h200Pair(), Shape{128, 16384}).reason).find("tokens < 160"), std::string::npos);
+  EXPECT_NE(std::string(planFor(h200Pair(), Shape{128, 16384}).reason).find("tokens < 133"), std::string::npos);
 }
 
 // Steps spread rows evenly: no nearly empty last wave of blocks.
@@ -492,6 +497,34 @@ TEST(Plan, WithoutNcclAutoStaysFused) {
   t.cc_major = 12;  // table says NCCL above 256 KB
   t.has_nccl = false;
   EXPECT_EQ(planFor(t, Shape{4096, 8192}).strategy, Strategy::kOneShot);
+}
+
+// Many narrow rows (plan.cpp narrowRowsToNccl): Auto takes the NCCL path above 10 rows per block
+// of at most 512 B and above 36 of at most 1 KB, counted on max_blocks; forced strategies and
+// groups without NCCL stay fused.
+TEST(Plan, ManyNarrowRowsTakeTheNcclPath) {
+  auto pick = [](const Topology& t, int64_t tokens, int64_t hidden, DType d = DType::kBFloat16) {
+    return planFor(t, Shape{tokens, hidden, d}).strategy;
+  };
+  const Topology t = h200Pair();
+  EXPECT_EQ(pick(t, 1320, 128), Strategy::kOneShot);   // 256 B rows, 10 per block
+  EXPECT_EQ(pick(t, 1321, 128), Strategy::kNccl);      // 11 per block
+  EXPECT_EQ(pick(t, 2048, 256), Strategy::kNccl);      // 512 B rows, 16 per block
+  EXPECT_EQ(pick(t, 2048, 128, DType::kFloat32), Strategy::kNccl);  // 512 B rows of fp32
+  EXPECT_EQ(pick(t, 4752, 512), Strategy::kTwoShot);   // 1 KB rows, 36 per block
+  EXPECT_EQ(pick(t, 4753, 512), Strategy::kNccl);      // 37 per block
+  EXPECT_EQ(pick(t, 32768, 1024), Strategy::kTwoShot); // 2 KB rows: fused at any count
+  EXPECT_EQ(pick(t, 64, 64), Strategy::kOneShot);      // few rows
+  EXPECT_NE(std::string(planFor(t, Shape{2048, 256}).reason).find("many rows of at most 1 KB"), std::string::npos);
+  // Rows per block follow max_blocks (min SM count over ranks, so every rank alike).
+  Topology small = t;
+  small.max_blocks = 32;
+  EXPECT_EQ(pick(small, 352, 256), Strategy::kNccl);  // 11 per block of 512 B
+  // Forced strategies run; without NCCL Auto stays fused.
+  EXPECT_EQ(planFor(t, Shape{2048, 256}, Strategy::kTwoShot).strategy, Strategy::kTwoShot);
+  Topology no_nccl = t;
+  no_nccl.has_nccl = false;
+  EXPECT_NE(pick(no_nccl, 2048, 256), Strategy::kNccl);
 }
 
 // Call signatures (sync.cuh): equal for equal calls, different when any field that changes what

@@ -50,29 +50,26 @@ bool measuredPair(const Topology& t) {
 AutoTable builtinTable(const Topology& t) {
   AutoTable table;
   if (measuredPair(t)) {
-    // Measured 2026-11-30, 2 x H200 NV18, allreduce + add + RMSNorm, CUDA-graph replay, us per
-    // call, median of 7, max over ranks, one-shot / two-shot, by rows of the message:
-    //   rows of 8 KB (bf16 4096):   128 rows 7.9 / 8.5, 181: 10.6 / 9.2, 256: 12.4 / 11.6
-    //   rows of 16 KB (bf16 8192):  128 rows 13.0 / 14.4, 181: 16.5 / 16.3, 256: 20.3 / 19.5
-    //   rows of 32 KB (bf16 16384): 128 rows 21.1 / 32.0, 256: 40.5 / 42.0, 512: 79.8 / 69.8
-    //   rows of 32 KB (fp32 8192):  128 rows 19.2 / 24.7, 256: 37.7 / 35.0
-    //   rows of 64 KB (fp32 16384): 128 rows 36.4 / 42.5, 256: 72.9 / 69.1
-    // (8-16 KB rows: v11/call8/sweep, 116 sizes with fp16; 32-64 KB: v12/call3/sweep-new.)
-    // By bytes the crossover moves with the row width; by rows it barely does: the one-shot wins at
-    // 128 rows at every width, the two-shot from 181 rows at 8-16 KB rows and from 256 at 32-64 KB
-    // but one (bf16 16384, 4% off; 7-12% at 256 rows in session 15's sweeps, where fp32 8192, rows
-    // of the same 32 KB, and fp32 16384 favour the two-shot at 256 rows: no row-width rule fits
-    // all three). The two-shot runs at most tokens / 2 blocks, so with few rows
-    // it leaves SMs and the link idle. Hence the two-shot from 160 tokens, and above 896 KiB. The
-    // 2 MiB byte rule of session 11 took the two-shot at 128 rows of 32-64 KB (1.2-1.5x slower)
-    // and the one-shot at 181-256 rows of 8 KB (1.07-1.16x slower). Rows narrower than 8 KB
-    // (session 19, v19/call3/sw-narrow-*, one-shot / two-shot): at 1 MiB 1024 x 512 11.5 / 10.6,
-    // 2048 x 256 9.2 / 8.0, 2880 x 182 9.3 / 8.2; at 724-741 KB 1024 x 362 9.2 / 10.3 and
-    // 2048 x 181 8.1 / 7.8. So the byte rule moved from 1 MiB to 896 KiB, between the two; it
-    // changes nothing for rows of 6.5 KB and more, whose messages up to 1 MiB have fewer than
-    // 160 tokens. The NCCL path is slower at every size measured (by 1.26x or more).
-    table.rules = {{896 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
-    table.twoshot_min_tokens = 160;
+    // Measured 2026-11-30 (session 26, calls 1-2: benchmarks/results/2026-11-30-h200x2-v26), 2 x H200
+    // NV18, allreduce + add + RMSNorm, CUDA-graph replay, us per call, median of 7, max over ranks,
+    // one-shot / two-shot, both with kernels compiled for two ranks:
+    //   rows of 8 KB (bf16 4096):   131 rows 6.9 / 7.2, 133: 8.3 / 7.2, 156: 8.7 / 7.3
+    //   rows of 16 KB (bf16 8192):  131 rows 11.2 / 11.9, 133: 12.8 / 12.1, 156: 13.4 / 12.8
+    //   rows of 32 KB (bf16 16384): 131 rows 19.0 / 21.1, 133: 23.6 / 21.1, 156: 25.8 / 22.3
+    //   rows of 32 KB (fp32 8192):  131 rows 17.5 / 19.4, 133: 20.8 / 19.5, 156: 23.4 / 21.3
+    //   rows of 64 KB (fp32 16384): 131 rows 34.9 / 42.1, 133: 42.0 / 42.6, 135: 47.3 / 43.0
+    //   rows of 4 KB (bf16 2048):   128 rows 5.2 / 6.0, 144: 6.5 / 6.1, 203: 7.2 / 6.5
+    // At every width from 4 KB the crossover is one step: the one-shot takes one row per block
+    // while the rows fit the grid (132 SMs) and wins by 4-24% up to 131-132 rows; from 133 rows
+    // its blocks take two rows each and the two-shot wins by 5-16% (at 64 KB rows from 135).
+    // Hence the two-shot from 133 tokens. Narrower rows (bf16 hidden 256-1024, messages of
+    // 0.5-0.9 MiB with 287-1625 rows) are mixed: one-shot / two-shot within 0.93-1.06 either way,
+    // 0.88 at 406 x 1024; the byte rule sits at 512 KiB, above which 4 KB rows gain 6-12% (the
+    // 896 KiB of session 19 kept them on the one-shot up to 224 rows). The NCCL path is slower at
+    // every size measured (by 1.69x or more at up to 1 MiB, session 25; 1.40x or more above).
+    // A GPU with another SM count has its one-shot step elsewhere: tools/arfusion-tune measures it.
+    table.rules = {{512 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
+    table.twoshot_min_tokens = 133;
     table.source = "built-in " + topoKey(t) + " (measured)";
     return table;
   }
@@ -340,6 +337,28 @@ int oneShotRowBlocks(const Topology& t, const Shape& shape, int blocks, int rows
   return 1;
 }
 
+// Whether Auto leaves a fused strategy for the NCCL path because the rows are narrow and many: a
+// fused block finishes its rows one after another (each row's waits, its block-wide sum of squares,
+// its stores), about 1.3 us a row on the H200 pair whatever its width, so with rows of 1 KB or less
+// the fused time grows with rows per block while the NCCL path's grows with bytes. Session 26
+// call 3 (benchmarks/results/2026-11-30-h200x2-v26), 2 x H200 NV18, bf16, the faster fused
+// strategy against the NCCL path, us per call, by rows per block (tokens / 132, rounded up):
+//   rows of 128 B: 16 per block (256 KiB) 20.3 / 15.2, 62 per block 71.0 / 35.4
+//   rows of 256 B: 8 per block 12.0 / 12.6; 11: 15.5 / 14.0; 16: 21.3 / 16.8
+//   rows of 512 B: 8 per block 12.3 / 14.1; 11: 16.1 / 16.6; 16: 22.0 / 20.5; 62: 79.5 / 53.8
+//   rows of 1 KB:  32 per block 43.6 / 44.4; 44: 59.6 / 56.0; 62: 88.1 / 74.9
+//   rows of 2 KB:  at most 0.94 of the NCCL path's time up to 64 MiB (248 per block).
+// Hence the NCCL path above 10 rows per block of at most 512 B and above 36 of at most 1 KB. Rows
+// per block from max_blocks (the same on every rank), so every rank decides alike. Measured at two
+// ranks only; applied wherever Auto would run a fused strategy (the cost per row is the kernels').
+namespace {
+bool narrowRowsToNccl(const Topology& t, const Shape& shape) {
+  const int64_t row_bytes = shape.hidden * static_cast<int64_t>(elemSize(shape.dtype));
+  const int64_t per_block = t.max_blocks > 0 ? (shape.tokens + t.max_blocks - 1) / t.max_blocks : 0;
+  return (row_bytes <= 512 && per_block > 10) || (row_bytes <= 1024 && per_block > 36);
+}
+}  // namespace
+
 Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
   const Topology& t = in.topo;
   Plan p;
@@ -379,6 +398,10 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
                fusedGeometry(t, Strategy::kOneShot, shape, &b, &r, nullptr)) {
       s = Strategy::kOneShot;
       rule += "; tokens < " + std::to_string(table->twoshot_min_tokens) + ": oneshot";
+    }
+    if (s != Strategy::kNccl && t.has_nccl && narrowRowsToNccl(t, shape)) {
+      s = Strategy::kNccl;
+      rule += "; many rows of at most 1 KB: nccl";
     }
   }
   if (s == Strategy::kNccl && !t.has_nccl && t.world > 1) {
