@@ -61,7 +61,7 @@ AutoTable builtinTable(const Topology& t) {
     //   rows of 4 KB (bf16 2048):   128 rows 5.2 / 6.0, 144: 6.5 / 6.1, 203: 7.2 / 6.5
     // At every width from 4 KB the crossover is one step: the one-shot takes one row per block
     // while the rows fit the grid (132 SMs) and wins by 4-24% up to 131-132 rows; from 133 rows
-    // its blocks take two rows each and the two-shot wins by 5-16% (at 64 KB rows from 135).
+    // its blocks take two rows each and the two-shot wins by 4-16% (at 64 KB rows from 135).
     // Hence the two-shot from 133 tokens. Narrower rows (bf16 hidden 256-1024, messages of
     // 0.5-0.9 MiB with 287-1625 rows) are mixed: one-shot / two-shot within 0.93-1.06 either way,
     // 0.88 at 406 x 1024; the byte rule sits at 512 KiB, above which 4 KB rows gain 6-12% (the
