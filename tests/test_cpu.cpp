@@ -344,6 +344,7 @@ TEST(Plan, H200PairFollowsTheMeasuredTable) {
   EXPECT_EQ(pick(133, 8192), Strategy::kTwoShot);                    // 2.1 MB, 133 rows
   EXPECT_EQ(pick(133, 16384), Strategy::kTwoShot);                   // 4.2 MB
   EXPECT_EQ(pick(256, 1024), Strategy::kOneShot);                    // 512 KiB: the byte rule
+  EXPECT_EQ(pick(257, 1024), Strategy::kTwoShot);                    // 514 KiB, 257 tokens
   EXPECT_EQ(pick(144, 2048), Strategy::kTwoShot);                    // 576 KB of 4 KB rows
   EXPECT_EQ(pick(400, 1024), Strategy::kTwoShot);                    // 800 KB of 2 KB rows
   EXPECT_EQ(pick(512, 1024), Strategy::kTwoShot);                    // 1 MiB of 2 KB rows
@@ -524,7 +525,8 @@ TEST(Plan, ManyNarrowRowsTakeTheNcclPath) {
   EXPECT_EQ(planFor(t, Shape{2048, 256}, Strategy::kTwoShot).strategy, Strategy::kTwoShot);
   Topology no_nccl = t;
   no_nccl.has_nccl = false;
-  EXPECT_NE(pick(no_nccl, 2048, 256), Strategy::kNccl);
+  EXPECT_EQ(pick(no_nccl, 2048, 256), Strategy::kTwoShot);  // 1 MiB, 2048 tokens: the table's pick
+  EXPECT_EQ(std::string(planFor(no_nccl, Shape{2048, 256}).reason).find("many rows"), std::string::npos);
 }
 
 // Call signatures (sync.cuh): equal for equal calls, different when any field that changes what

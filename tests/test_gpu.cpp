@@ -99,9 +99,10 @@ TEST(Loading, CommCreateLoadsEveryKernel) {
       return cudaSuccess;
     });
     if (walked != cudaSuccess) return "walking the kernels failed";
-    // One-shot and two-shot: 3 dtypes x 4 variants x 2 sync modes each; the one-shot's cluster
-    // kernels 3 x 4 and its held-operand kernels 3 x 2; the Lamport two-shot 3 x 4; add-RMSNorm
-    // 18; self-check 1.
+    // A lower bound. One-shot and two-shot: 3 dtypes x 4 variants x 2 sync modes each; the
+    // one-shot's cluster kernels 3 x 4 and its held-operand kernels 3 x 2; the Lamport two-shot
+    // 3 x 4; add-RMSNorm 18; self-check 1. The kernels compiled for two ranks (the one-shot's
+    // Lamport kernels, both two-shots) come on top.
     if (kernels.size() < 97) return "only " + std::to_string(kernels.size()) + " kernels listed";
     int unloaded = 0;
     for (const void* k : kernels) {

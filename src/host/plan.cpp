@@ -65,8 +65,9 @@ AutoTable builtinTable(const Topology& t) {
     // Hence the two-shot from 133 tokens. Narrower rows (bf16 hidden 256-1024, messages of
     // 0.5-0.9 MiB with 287-1625 rows) are mixed: one-shot / two-shot within 0.93-1.06 either way,
     // 0.88 at 406 x 1024; the byte rule sits at 512 KiB, above which 4 KB rows gain 6-12% (the
-    // 896 KiB of session 19 kept them on the one-shot up to 224 rows). The NCCL path is slower at
-    // every size measured (by 1.69x or more at up to 1 MiB, session 25; 1.40x or more above).
+    // 896 KiB of session 19 kept them on the one-shot up to 224 rows). With rows of 2 KB and more
+    // the NCCL path is slower at every size measured (by 1.69x or more at up to 1 MiB, session 25;
+    // 1.40x or more above); narrower rows: narrowRowsToNccl.
     // A GPU with another SM count has its one-shot step elsewhere: tools/arfusion-tune measures it.
     table.rules = {{512 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.twoshot_min_tokens = 133;
@@ -343,11 +344,11 @@ int oneShotRowBlocks(const Topology& t, const Shape& shape, int blocks, int rows
 // the fused time grows with rows per block while the NCCL path's grows with bytes. Session 26
 // call 3 (benchmarks/results/2026-11-30-h200x2-v26), 2 x H200 NV18, bf16, the faster fused
 // strategy against the NCCL path, us per call, by rows per block (tokens / 132, rounded up):
-//   rows of 128 B: 16 per block (256 KiB) 20.3 / 15.2, 62 per block 71.0 / 35.4
+//   rows of 128 B: 16 per block (256 KiB) 20.3 / 15.2, 63 per block 71.0 / 35.4
 //   rows of 256 B: 8 per block 12.0 / 12.6; 11: 15.5 / 14.0; 16: 21.3 / 16.8
-//   rows of 512 B: 8 per block 12.3 / 14.1; 11: 16.1 / 16.6; 16: 22.0 / 20.5; 62: 79.5 / 53.8
-//   rows of 1 KB:  32 per block 43.6 / 44.4; 44: 59.6 / 56.0; 62: 88.1 / 74.9
-//   rows of 2 KB:  at most 0.94 of the NCCL path's time up to 64 MiB (248 per block).
+//   rows of 512 B: 8 per block 12.3 / 14.1; 11: 16.1 / 16.6; 16: 22.0 / 20.5; 63: 79.5 / 53.8
+//   rows of 1 KB:  32 per block 43.6 / 44.4; 44: 59.6 / 56.0; 63: 88.1 / 74.9
+//   rows of 2 KB:  at most 0.94 of the NCCL path's time up to 64 MiB (249 per block).
 // Hence the NCCL path above 10 rows per block of at most 512 B and above 36 of at most 1 KB. Rows
 // per block from max_blocks (the same on every rank), so every rank decides alike. Measured at two
 // ranks only; applied wherever Auto would run a fused strategy (the cost per row is the kernels').

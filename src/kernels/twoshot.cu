@@ -71,9 +71,10 @@
 //   H200 pair, bf16, session 11: 512 x 8192 38.6 -> 34.0 us, 256 x 8192 23.2 -> 19.3-19.6,
 //   512 x 4096 23.1-23.3 -> 18.1-18.4, 1 x 4096 9.4 -> 5.4; plain allreduce 512 x 8192 34.7 -> 29.7.
 // Instantiated per vectors per thread of the epilogue (1, 2, 4: dispatchVariant), like the one-shot,
-// and, like it, for two ranks (kWorld 2: the rank loops of pushToOwners, the rank-order sums and the
-// all-gather stores run twice, unrolled, instead of to kMaxRanks) besides any world size (kWorld 0);
-// launchFamily picks by the communicator's world, so every rank launches the same kind of kernel.
+// and, like it, for two ranks (kWorld 2: the peer loops of pushToOwners and the all-gather stores
+// run once and the rank-order sums twice, unrolled, with the world a constant) besides any world
+// size (kWorld 0); launchFamily picks by the communicator's world, so every rank launches the same
+// kind of kernel.
 // Same protocol, order and bits. H200 pair, bf16, session 26 call 1, same call, 3 runs, two-shot
 // before -> after: 128 x 8192 14.0 -> 11.9-12.0 us, 256 x 8192 18.9-19.0 -> 17.0-17.1, 512 x 8192
 // 32.4-32.8 -> 31.2-31.6 (Lamport kernel); 2048 x 8192 123.8-124.6 -> 121.7-123.5, 8192 x 8192
