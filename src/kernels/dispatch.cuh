@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
 #include <utility>
 
 #include "kernels.h"
@@ -127,6 +128,14 @@ cudaError_t launchPlain(void (*kernel)(KArgs...), unsigned blocks, unsigned thre
 // World sizes that pick distinct kernels of a family: 2 (the two-rank kernels, where the family has
 // them) and any other size, which kMaxRanks stands for here.
 constexpr int kKernelWorlds[] = {2, kMaxRanks};
+
+// The one place a world size becomes a kernel's kWorld: pick(std::integral_constant<int, 2>) for a
+// two-rank communicator, pick(std::integral_constant<int, 0>) (any world size) otherwise. Families
+// with kernels for two ranks (kWorldTwo) choose theirs through it.
+template <typename Pick>
+auto kernelForWorld(int world, Pick&& pick) {
+  return world == 2 ? pick(std::integral_constant<int, 2>{}) : pick(std::integral_constant<int, 0>{});
+}
 
 // A fused kernel family (one-shot, two-shot) is a type with
 //   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held, int world);

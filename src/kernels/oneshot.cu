@@ -292,7 +292,7 @@ struct OneShot {
   template <typename T, int VEC, int kVpt>
   static auto kernel(SyncMode sync, bool cluster, bool held, int world) {
     if (sync == SyncMode::kGridDependency)
-      return world == 2 ? lamport<T, VEC, kVpt, 2>(cluster, held) : lamport<T, VEC, kVpt, 0>(cluster, held);
+      return kernelForWorld(world, [&](auto w) { return lamport<T, VEC, kVpt, decltype(w)::value>(cluster, held); });
     return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier>;
   }
 };

@@ -368,10 +368,11 @@ struct TwoShot {
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
   template <typename T, int VEC, int kVpt>
   static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
-    constexpr SyncMode G = SyncMode::kGridDependency, F = SyncMode::kFlagBarrier;
-    if (world == 2)
-      return sync == G ? twoShotKernel<T, VEC, kVpt, G, 2> : twoShotKernel<T, VEC, kVpt, F, 2>;
-    return sync == G ? twoShotKernel<T, VEC, kVpt, G, 0> : twoShotKernel<T, VEC, kVpt, F, 0>;
+    return kernelForWorld(world, [&](auto w) {
+      constexpr int W = decltype(w)::value;
+      return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W>
+                                               : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W>;
+    });
   }
 };
 
@@ -383,8 +384,9 @@ struct TwoShotLamport {
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
   template <typename T, int VEC, int kVpt>
   static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
-    constexpr SyncMode G = SyncMode::kGridDependency;
-    return world == 2 ? twoShotLamportKernel<T, VEC, kVpt, G, 2> : twoShotLamportKernel<T, VEC, kVpt, G, 0>;
+    return kernelForWorld(world, [](auto w) {
+      return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value>;
+    });
   }
 };
 
