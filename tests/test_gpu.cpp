@@ -525,11 +525,13 @@ TEST_P(SplitFault, APeerThatStopsBetweenTwoStepsTimesOutOnBothRanks) {
   const FaultPath fp{arfusion::Strategy::kTwoShot, GetParam(), false, 4200, true};
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     const int64_t T = fp.tokens, H = 1024;
-    if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
+    std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}});
     const FaultCall call(T, H);
+    if (e.empty() && !call.ok()) e = "cudaMalloc";
     // Every rank's buffers exist before any rank launches: on one GPU a peer's allocation or
     // device synchronisation would otherwise wait for this rank's spinning kernel (as StaleFlags).
-    std::string e = agreeStep(ctx, call.ok() ? "" : "cudaMalloc", 0);
+    // Every rank takes this step, failed or not.
+    e = agreeStep(ctx, e, 0);
     if (!e.empty()) return e;
     // A clean call first: the hook, not the shape, makes the next one fail.
     if (call(ctx) != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess ||
