@@ -166,7 +166,7 @@ struct RowEpilogue {
         const P r = residualOf(k, i);
         if (k < kEarly && norm) g[k] = gammaOf(k, i);
         ro[k] = addResidual(sumFn(k, i), r, ss);
-        storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
+        storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
       }
     }
     if (!norm) return;
@@ -207,7 +207,7 @@ struct RowEpilogue {
         if (i < nvec) {
           const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
           ro[h][k] = addResidual(sumFn(i), r, ss[h]);
-          storePack<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
+          storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
         }
       }
     }

@@ -396,7 +396,7 @@ template <typename T, int VEC>
 __device__ __forceinline__ void lamportClear(T* p) {
   Pack<T, VEC> ones;
   memset(&ones, 0xff, sizeof ones);
-  storePack<T, VEC>(p, ones);
+  storePackEvictFirst<T, VEC>(p, ones);
 }
 
 // The call-header exchange of one Lamport unit ("Call signatures" above), shared by the Lamport

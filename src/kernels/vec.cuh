@@ -76,6 +76,32 @@ __device__ __forceinline__ void storePack(T* p, const Pack<T, VEC>& v) {
   }
 }
 
+// A store that no one reads soon (st.global.cs, evict first): residual_out, which the next layer
+// reads long after the kernels between have cycled L2, and the Lamport clears, which the peer
+// overwrites before anyone reads them. It leaves L2 to the data that is read next. norm_out and
+// the allreduce's out keep plain stores: the next GEMM reads them at once. H200 pair, bf16,
+// session 28 call 4, same call, 3 runs: Auto 512 x 8192 31.1-31.3 -> 30.3-30.5 us (two-shot
+// forced 31.5-31.7 -> 30.3-30.6, NCCL path 58.3-58.7 -> 57.3); the other 98 registered
+// benchmarks (Auto, two-shot, plain two-shot, NCCL path, 1-8192 rows) within 1.1%; decode step
+// (arfusion-decode-bench, 80 layers, batch 1-256) unchanged. Every output store evict-first
+// measured the same at 512 x 8192 and no better elsewhere.
+template <typename T, int VEC>
+__device__ __forceinline__ void storePackEvictFirst(T* p, const Pack<T, VEC>& v) {
+  if constexpr (sizeof(Pack<T, VEC>) == 16) {
+    uint4 raw;
+    memcpy(&raw, &v, 16);
+    __stcs(reinterpret_cast<uint4*>(p), raw);  // one st.global.cs.v4
+  } else if constexpr (sizeof(Pack<T, VEC>) == 4) {
+    unsigned raw;
+    memcpy(&raw, &v, 4);
+    __stcs(reinterpret_cast<unsigned*>(p), raw);
+  } else {
+    unsigned short raw;
+    memcpy(&raw, &v, 2);
+    __stcs(reinterpret_cast<unsigned short*>(p), raw);
+  }
+}
+
 // Stores into a peer's workspace: relaxed at system scope, i.e. strong. The PTX memory model
 // promises that a strong store becomes visible to other observers eventually; a weak (plain) store
 // has no such promise without a fence, and the Lamport protocol has no fence. (The stalls once
