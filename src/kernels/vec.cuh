@@ -32,6 +32,10 @@ struct alignas(sizeof(T) * VEC) Pack {
   T v[VEC];
 };
 
+// The bits of one element: bit-pattern tests (Lamport sentinel), single-element stores.
+template <typename T>
+using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
+
 // 16-byte packs move through uint4, and stores through the __stwb intrinsic, so every access is one
 // 128-bit instruction. A plain struct (or uint4) assignment let the compiler split the one-shot's
 // peer stores into 2- or 4-byte stores, which cut its peer-store bandwidth to ~40 GB/s
@@ -91,14 +95,10 @@ __device__ __forceinline__ void storePackEvictFirst(T* p, const Pack<T, VEC>& v)
     uint4 raw;
     memcpy(&raw, &v, 16);
     __stcs(reinterpret_cast<uint4*>(p), raw);  // one st.global.cs.v4
-  } else if constexpr (sizeof(Pack<T, VEC>) == 4) {
-    unsigned raw;
-    memcpy(&raw, &v, 4);
-    __stcs(reinterpret_cast<unsigned*>(p), raw);
-  } else {
-    unsigned short raw;
-    memcpy(&raw, &v, 2);
-    __stcs(reinterpret_cast<unsigned short*>(p), raw);
+  } else {  // the scalar path: one element
+    ElemBits<T> raw;
+    memcpy(&raw, &v, sizeof raw);
+    __stcs(reinterpret_cast<ElemBits<T>*>(p), raw);
   }
 }
 
@@ -158,10 +158,6 @@ __device__ __forceinline__ void prefetchRowL2(const T* row, int64_t hidden) {
                    : "memory");
   }
 }
-
-// The bits of one element, for bit-pattern tests (Lamport sentinel).
-template <typename T>
-using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
 
 // Elements between consecutive rows in the workspace: row bytes rounded up to 16 (kernels.h rowStride).
 template <typename T>
