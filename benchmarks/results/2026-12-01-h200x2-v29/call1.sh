@@ -13,7 +13,7 @@ R=$OUT/r; mkdir -p $R; V=benchmarks/results/2026-12-01-h200x2-v29
 patch -p1 < $V/tree.patch > $R/patch.log 2>&1 || { echo "tree.patch does not apply"; exit 1; }  # the tree under test
 T0=$(date +%s); ts() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a $R/times.txt; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > $R/gpus.txt 2>&1; nvidia-smi topo -m >> $R/gpus.txt 2>&1
-export VARIANTS="NOLP=$V/lamport-prefetch-unit.patch:R" VARIANT_TARGETS=bench_arfusion
+export VARIANTS="NOLP=benchmarks/results/2026-12-01-h200x2-v28/lamport-prefetch-unit.patch:R" VARIANT_TARGETS=bench_arfusion
 OUT=$R bash tools/device_check.sh variants > $R/variants.txt 2>&1 &
 { cmake -S . -B build-h200 -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release -DARFUSION_BUILD_TESTS=OFF \
   && cmake --build build-h200 -j 24 --target bench_arfusion; } > $R/build.log 2>&1; ts "build rc=$?"
