@@ -220,6 +220,8 @@ TEST(Validate, EachBadArgumentIsRejectedWithAMessage) {
       {"overlap", [](RowArgs& a) { a.out = const_cast<void*>(a.input); }, DType::kBFloat16},
       {"overlap", [](RowArgs& a) { a.residual_out = static_cast<char*>(const_cast<void*>(a.residual_in)) + 2; }, DType::kBFloat16},
       {"gamma overlaps", [](RowArgs& a) { a.gamma = a.out; }, DType::kBFloat16},
+      {"is not aligned", [](RowArgs& a) { a.input = static_cast<const char*>(a.input) + 1; }, DType::kBFloat16},
+      {"is not aligned", [](RowArgs& a) { a.gamma = static_cast<const char*>(a.gamma) + 2; }, DType::kFloat32},
   };
   for (const Case& c : cases) {
     std::vector<char> mem;
@@ -820,6 +822,7 @@ TEST(Validate, RandomizedArgumentsNeverBreakTheInvariants) {
     ASSERT_LE(a.hidden, kMaxHidden);
     ASSERT_LE(a.tokens * a.hidden, int64_t(1) << 40);
     ASSERT_NE(a.input, nullptr);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(a.input) % elemSize(d), 0u);
     const uintptr_t bytes = uintptr_t(a.tokens * a.hidden) * elemSize(d);
     auto disjointOrSame = [&](const void* x, const void* y) {
       const auto p = reinterpret_cast<uintptr_t>(x), q = reinterpret_cast<uintptr_t>(y);

@@ -162,7 +162,8 @@ struct Config {
 
   // Optional tuning file written by tools/arfusion-tune (ARFUSION_TUNING_FILE). nullptr: the
   // built-in table. A file that does not parse or does not match this machine is rejected with a
-  // logged message and the built-in table is used.
+  // logged message and the built-in table is used. The file is used only where every rank loaded
+  // the same one (a rank without a file makes every rank use the built-in table).
   const char* tuning_file = nullptr;
 
   // Run the one-time GridDependency self-check at creation (ARFUSION_SELF_CHECK=0 disables it).
@@ -256,7 +257,8 @@ Status plan(const Communicator* comm, const Shape& shape, Plan* out);
 
 // ---------------------------------------------------------------------------------------------
 // Collectives. All tensors are row-major [tokens x hidden] of `dtype`, gamma is [hidden].
-// Any device pointer on the communicator's device works; no registration. 16-byte aligned pointers
+// Any device pointer on the communicator's device, aligned to its element size, works; no
+// registration (a pointer not aligned to sizeof(dtype) is kInvalidArgument). 16-byte aligned pointers
 // and hidden * sizeof(dtype) % 16 == 0 take the vector path; anything else a correct slower path.
 // The path is part of a fused call's signature: pass pointers of the same alignment (all 16-byte
 // aligned, or all not) on every rank of a call, or the call fails with kMismatch everywhere.

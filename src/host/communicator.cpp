@@ -336,22 +336,29 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   d.world = c->world;
   d.max_blocks = t.max_blocks;
 
-  // Auto table: the tuning file only if every rank loaded the same one.
+  // Auto table: the tuning file only if every rank loaded the same one. Every rank joins the
+  // exchange, with or without a file (hash 0), so that a file set on some ranks only cannot leave
+  // the others' later exchanges paired with this one.
   c->table = builtinTable(t);
-  if (cfg.tuning_file) {
+  {
     AutoTable loaded;
-    const bool ok = loadTuningFile(cfg.tuning_file, t, &loaded) == Status::kSuccess;
-    const std::string why = ok ? "" : lastError();
-    clearError();
+    bool ok = false;
+    std::string why = "no tuning file on this rank";
+    if (cfg.tuning_file) {
+      ok = loadTuningFile(cfg.tuning_file, t, &loaded) == Status::kSuccess;
+      why = ok ? "" : lastError();
+      clearError();
+    }
     uint64_t h = ok ? fnv1a(formatTuning(t, loaded)) : 0;
     std::vector<uint64_t> hashes(c->world);
     ARF_TRY(boot->allGather(&h, hashes.data(), sizeof h));
     const bool same = std::all_of(hashes.begin(), hashes.end(), [&](uint64_t x) { return x == hashes[0] && x != 0; });
+    const bool any = std::any_of(hashes.begin(), hashes.end(), [](uint64_t x) { return x != 0; });
     if (same) {
       c->table = std::move(loaded);
-    } else {
+    } else if (cfg.tuning_file || any) {
       logf(LogLevel::kWarn, c->rank, "tuning file ignored, built-in table used: %s",
-           ok ? "ranks loaded different tuning files" : why.c_str());
+           ok ? "ranks loaded different tuning files (or some none)" : why.c_str());
     }
   }
 
