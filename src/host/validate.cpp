@@ -65,14 +65,14 @@ Status validateArgs(const RowArgs& a, DType dtype, bool input_may_be_out) {
     return failf(Status::kInvalidArgument, "eps must be finite and >= 0 (got %g)", double(a.eps));
   Span s[5];
   const int n = spans(a, dtype, s);
-  for (int i = 0; i < n; ++i)
-    if (!s[i].p) return failf(Status::kInvalidArgument, "%s is null", s[i].name);
   // Every element access, the scalar path's included, needs the element's own alignment: a
   // misaligned address would be a sticky device fault that ends the process's CUDA context.
-  for (int i = 0; i < n; ++i)
-    if (reinterpret_cast<uintptr_t>(s[i].p) % elemSize(dtype) != 0)
-      return failf(Status::kInvalidArgument, "%s (%p) is not aligned to its %zu-byte elements", s[i].name, s[i].p,
-                   elemSize(dtype));
+  const size_t elem = elemSize(dtype);
+  for (int i = 0; i < n; ++i) {
+    if (!s[i].p) return failf(Status::kInvalidArgument, "%s is null", s[i].name);
+    if (reinterpret_cast<uintptr_t>(s[i].p) % elem != 0)
+      return failf(Status::kInvalidArgument, "%s (%p) is not aligned to its %zu-byte elements", s[i].name, s[i].p, elem);
+  }
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j)
       if (overlap(s[i], s[j]) && !allowedAlias(s[i], s[j], input_may_be_out) && !(std::string(s[i].name) == "gamma" || std::string(s[j].name) == "gamma") )
