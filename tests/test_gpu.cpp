@@ -188,6 +188,39 @@ TEST(ThreadsNccl2, TwoCommunicatorsAtOnceInOppositeOrders) {
   EXPECT_EQ(err, "");
 }
 
+// commCreate with the wrong current device on one rank: both ranks fail, each saying why, and
+// the exchange that tells them runs on each NCCL communicator's device (it ran on the current
+// one before session 31). The caller's current device is left as it was.
+TEST(ThreadsNccl2, WrongCurrentDeviceOnOneRankFailsOnBoth) {
+  if (gpuCount() < 2) GTEST_SKIP() << "needs 2 GPUs, found " << gpuCount();
+  std::vector<ncclComm_t> ncomms(2);
+  const int devs[2] = {0, 1};
+  ASSERT_EQ(ncclCommInitAll(ncomms.data(), 2, devs), ncclSuccess);
+  Status st[2] = {Status::kSuccess, Status::kSuccess};
+  std::string msg[2];
+  int current_after[2] = {-1, -1};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      cudaSetDevice(0);  // right for rank 0, wrong for rank 1
+      arfusion::Communicator* comm = nullptr;
+      st[r] = arfusion::commCreate(ncomms[r], testConfig(), &comm);
+      msg[r] = arfusion::lastError();
+      cudaGetDevice(&current_after[r]);
+      if (comm) arfusion::commDestroy(comm);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto c : ncomms) ncclCommDestroy(c);
+  const std::string why = "current CUDA device 0 is not the NCCL communicator's device 1";
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(st[r], Status::kInvalidArgument) << "rank " << r << ": " << msg[r];
+    EXPECT_NE(msg[r].find(why), std::string::npos) << "rank " << r << ": " << msg[r];
+    EXPECT_EQ(current_after[r], 0) << "rank " << r;
+  }
+  EXPECT_NE(msg[0].find("rank 1 failed"), std::string::npos) << msg[0];
+}
+
 TEST(ThreadsNccl1, OneRankIsTheLocalAddRMSNorm) {
   std::string skip;
   const std::string err = runThreadsNccl(1, testConfig(), allShapes({{DType::kBFloat16, 17, 4096, 3, true}, {DType::kFloat32, 3, 1000, 4}}), &skip);

@@ -6,6 +6,7 @@
 #include "arfusion/arfusion.h"
 #include "arfusion/testing.h"
 #include "communicator.h"
+#include "device_guard.h"
 #include "env.h"
 #include "errors.h"
 #include "plan.h"
@@ -14,24 +15,8 @@
 namespace arfusion {
 namespace {
 
+using detail::DeviceGuard;
 using detail::RowArgs;
-
-// Makes the communicator's device current for the duration of a call.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    cudaGetDevice(&prev_);
-    if (prev_ != device) cudaSetDevice(device);
-  }
-  ~DeviceGuard() {
-    int now = -1;
-    cudaGetDevice(&now);
-    if (now != prev_) cudaSetDevice(prev_);
-  }
-
- private:
-  int prev_ = -1;
-};
 
 ncclDataType_t ncclType(DType d) {
   switch (d) {

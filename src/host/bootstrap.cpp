@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "device_guard.h"
 #include "errors.h"
 
 namespace arfusion::detail {
@@ -12,8 +13,8 @@ namespace {
 
 class NcclBootstrap final : public Bootstrap {
  public:
-  NcclBootstrap(ncclComm_t nccl, int rank, int world, cudaStream_t stream)
-      : nccl_(nccl), rank_(rank), world_(world), stream_(stream) {}
+  NcclBootstrap(ncclComm_t nccl, int rank, int world, int device, cudaStream_t stream)
+      : nccl_(nccl), rank_(rank), world_(world), device_(device), stream_(stream) {}
   ~NcclBootstrap() override {
     if (buf_) cudaFree(buf_);
     cudaStreamDestroy(stream_);
@@ -21,6 +22,9 @@ class NcclBootstrap final : public Bootstrap {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
   Status allGather(const void* mine, void* all, size_t bytes) override {
+    // On the NCCL communicator's device whatever the current one is: creation exchanges its
+    // errors through here, a wrong current device among them.
+    DeviceGuard guard(device_);
     const size_t need = bytes * world_;
     if (need > cap_) {
       if (buf_) cudaFree(buf_);
@@ -41,7 +45,7 @@ class NcclBootstrap final : public Bootstrap {
 
  private:
   ncclComm_t nccl_;
-  int rank_, world_;
+  int rank_, world_, device_;
   cudaStream_t stream_;
   void* buf_ = nullptr;
   size_t cap_ = 0;
@@ -50,12 +54,14 @@ class NcclBootstrap final : public Bootstrap {
 }  // namespace
 
 Status makeNcclBootstrap(ncclComm_t nccl, std::unique_ptr<Bootstrap>* out) {
-  int rank = 0, world = 0;
+  int rank = 0, world = 0, device = -1;
   ARF_NCCL(ncclCommUserRank(nccl, &rank));
   ARF_NCCL(ncclCommCount(nccl, &world));
+  ARF_NCCL(ncclCommCuDevice(nccl, &device));
+  DeviceGuard guard(device);
   cudaStream_t stream = nullptr;
   ARF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  out->reset(new NcclBootstrap(nccl, rank, world, stream));
+  out->reset(new NcclBootstrap(nccl, rank, world, device, stream));
   return Status::kSuccess;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "arch.h"
+#include "device_guard.h"
 #include "env.h"
 #include "errors.h"
 
@@ -397,9 +398,10 @@ Communicator::~Communicator() {
     std::lock_guard<std::mutex> lock(detail::g_blocks_mu);
     detail::g_blocks_on_device[device] -= registered_blocks;
   }
-  int prev = -1;
-  cudaGetDevice(&prev);
-  cudaSetDevice(device);
+  if (device < 0) return;  // creation failed before it had a device, and so before any allocation
+  detail::DeviceGuard guard(device);
+  // The whole device, not last_call: launches of captured graphs are not tracked by it, and the
+  // cudaFree below waits for the device anyway.
   cudaDeviceSynchronize();
   for (size_t r = 0; r < peer_base.size(); ++r)
     if (peer_ipc[r]) cudaIpcCloseMemHandle(peer_base[r]);
@@ -409,7 +411,6 @@ Communicator::~Communicator() {
   if (last_call) cudaEventDestroy(last_call);
   if (abort_stream) cudaStreamDestroy(abort_stream);
   (void)cudaGetLastError();
-  if (prev >= 0) cudaSetDevice(prev);
 }
 
 detail::PlanInputs Communicator::planInputs() const {

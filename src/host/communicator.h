@@ -92,7 +92,7 @@ class Communicator {
   ~Communicator();
 
   // Identity
-  int rank = 0, world = 1, device = 0;
+  int rank = 0, world = 1, device = -1;  // device: -1 until creation has queried it
   ncclComm_t nccl = nullptr;
   std::unique_ptr<detail::Bootstrap> boot;
 
