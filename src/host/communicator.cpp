@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
 
 #include "arch.h"
@@ -33,6 +34,7 @@ struct PeerInfo {
   int32_t strategy, sync_mode, self_check;
   int32_t max_blocks;  // Config::max_blocks (0: no cap)
   uint64_t host_hash;
+  uint64_t process_id;  // processId(): tells processes apart where pids repeat (containers)
   int32_t pid;
   int32_t device;  // ordinal in its own process
   char bus_id[32];
@@ -64,6 +66,19 @@ uint64_t hostHash() {
   std::getline(f, id);
   return fnv1a(id, fnv1a(name));
 }
+
+// Random per process, drawn once: two ranks are threads of one process (and may use each other's
+// workspace pointers as they are) only if pid and this agree. Containers on one host each have
+// their own pid 1; the pid alone would take their ranks for threads of one process.
+uint64_t processId() {
+  static const uint64_t id = [] {
+    std::random_device rd;
+    return (uint64_t(rd()) << 32 | rd()) ^ uint64_t(getpid());
+  }();
+  return id;
+}
+
+bool sameProcess(const PeerInfo& a, const PeerInfo& b) { return a.pid == b.pid && a.process_id == b.process_id; }
 
 // Every rank contributes a verdict; all agree on the first failing one.
 Status agree(Bootstrap& boot, bool ok, const std::string& why, bool* all_ok, std::string* first_why) {
@@ -167,6 +182,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   me.max_blocks = cfg.max_blocks;
   me.host_hash = hostHash();
   me.pid = static_cast<int32_t>(getpid());
+  me.process_id = processId();
   me.device = c->device;
   me.sm_count = prop.multiProcessorCount;
   for (int s = 2; s <= kMaxRowBlocks && me.ok && c->world > 1; s *= 2)  // (me{}: the rest stay 0)
@@ -217,7 +233,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
       local_why = "ranks span hosts (rank " + std::to_string(r) + " is on another host)";
       continue;
     }
-    const bool same_process = p.pid == me.pid;
+    const bool same_process = sameProcess(p, me);
     if (same_process) {
       peer_dev[r] = p.device;
     } else if (cudaDeviceGetByPCIBusId(&peer_dev[r], p.bus_id) != cudaSuccess) {
@@ -287,7 +303,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     for (int r = 0; r < c->world && mapped; ++r) {
       if (r == c->rank) continue;
       const PeerInfo& p = peers[r];
-      if (p.pid == me.pid) {
+      if (sameProcess(p, me)) {
         if (peer_dev[r] != c->device) {
           const cudaError_t e = cudaDeviceEnablePeerAccess(peer_dev[r], 0);
           if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
