@@ -282,6 +282,15 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
       t.row_clusters[s] = std::min<int>(t.row_clusters[s], int(int64_t(p.row_clusters[s]) * t.max_blocks / std::max(1, int(p.sm_count))));
   }
   t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
+  {
+    // Each rank saw its own pairs; the Auto table (and so every plan) follows the link, so all
+    // take the slowest any rank saw (LinkType's order): a driver that answered the peer-atomics
+    // query differently for the two directions of one pair cannot give two ranks two tables.
+    int32_t mine = static_cast<int32_t>(t.link);
+    std::vector<int32_t> links(c->world);
+    ARF_TRY(boot->allGather(&mine, links.data(), sizeof mine));
+    t.link = static_cast<LinkType>(*std::max_element(links.begin(), links.end()));
+  }
   // The same on every rank: workspace_bytes and world agree (checked above), max_blocks is the minimum.
   const WorkspaceLayout layout(cfg.workspace_bytes, c->world);
   t.region_bytes = layout.regionBytes(t.max_blocks);

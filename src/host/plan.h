@@ -11,6 +11,7 @@
 
 namespace arfusion::detail {
 
+// Ordered from fastest to slowest: creation agrees on the largest any rank saw (communicator.cpp).
 enum class LinkType : int { kSingleRank = 0, kSameDevice = 1, kNVLink = 2, kPCIe = 3 };
 const char* toString(LinkType link);
 
