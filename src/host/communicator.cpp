@@ -148,11 +148,15 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     auto* ws = static_cast<uint8_t*>(c->workspace);
     // Control words and the flag-protocol area start zeroed: no kernel ever reads a byte nobody
     // wrote (compute-sanitizer initcheck, run per process, cannot see a peer's stores).
-    ARF_CUDA(cudaMemset(ws, 0, WorkspaceLayout::kAreasOffset));
-    ARF_CUDA(cudaMemset(ws + layout.dataOffset(), 0, layout.dataBytes()));
+    // On a non-blocking stream of our own and waited for alone: a device-wide wait (or the legacy
+    // default stream) would also wait for other communicators' kernels, which may be waiting for a
+    // peer that is itself in this creation's exchange.
+    ARF_CUDA(cudaStreamCreateWithFlags(&c->abort_stream, cudaStreamNonBlocking));
+    ARF_CUDA(cudaMemsetAsync(ws, 0, WorkspaceLayout::kAreasOffset, c->abort_stream));
+    ARF_CUDA(cudaMemsetAsync(ws + layout.dataOffset(), 0, layout.dataBytes(), c->abort_stream));
     // The Lamport area starts all-ones ("nothing arrived"); every reader restores it after use.
-    ARF_CUDA(cudaMemset(ws + WorkspaceLayout::kLamportOffset, 0xff, layout.lamport_bytes));
-    ARF_CUDA(cudaDeviceSynchronize());
+    ARF_CUDA(cudaMemsetAsync(ws + WorkspaceLayout::kLamportOffset, 0xff, layout.lamport_bytes, c->abort_stream));
+    ARF_CUDA(cudaStreamSynchronize(c->abort_stream));
     void* ctl = nullptr;
     ARF_CUDA(cudaHostAlloc(&ctl, sizeof(ControlWords), cudaHostAllocMapped | cudaHostAllocPortable));
     c->ctl = static_cast<ControlWords*>(ctl);
@@ -162,7 +166,6 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
     c->ctl_dev = static_cast<ControlWords*>(ctl_dev);
     ARF_CUDA(cudaDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, c->device));
     ARF_CUDA(cudaEventCreateWithFlags(&c->last_call, cudaEventDisableTiming));
-    ARF_CUDA(cudaStreamCreateWithFlags(&c->abort_stream, cudaStreamNonBlocking));
     if (nccl) {
       c->scratch_bytes = size_t(8) << 20;
       ARF_CUDA(cudaMalloc(&c->scratch, c->scratch_bytes));

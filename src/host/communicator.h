@@ -114,7 +114,8 @@ class Communicator {
   std::vector<bool> peer_ipc;        // mapped through cudaIpcOpenMemHandle (close on destroy)
   detail::ControlWords* ctl = nullptr;  // host view
   detail::ControlWords* ctl_dev = nullptr;  // device view of the same pinned memory
-  cudaStream_t abort_stream = nullptr;  // commAbort()'s copy into the abort word; runs beside spinning kernels
+  cudaStream_t abort_stream = nullptr;  // commAbort()'s copy into the abort word (runs beside spinning
+                                        // kernels) and creation's workspace memsets
   int registered_blocks = 0;         // this communicator's share in the per-device block count
   void* scratch = nullptr;           // NCCL path, in-place allReduceAdd
   size_t scratch_bytes = 0;
