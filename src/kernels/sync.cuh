@@ -43,7 +43,7 @@
 //   Buffer reuse: a sender writes slot e%2 again at epoch e+2, after it received the receiver's
 //   epoch e+1 data, which the receiver sent after it cleared epoch e. Between calls the kernel
 //   boundary orders the clear before the next call's stores; between two units of one call the
-//   block issues a system-scope fence after its clears and before its next stores (lamportNextUnit).
+//   block fences its clears and reads before its next stores (lamportNextUnit).
 //   Cost: one NVLink write latency per call, against a write, a fence and a flag round trip.
 //   A wait that gives up (timeout, abort) leaves the area dirty: the communicator is failed from
 //   then on (the host refuses further calls), as after any device-side failure.
@@ -438,8 +438,15 @@ struct LamportHeaders {
 };
 
 // Between two units of one call: this block's clears (and its reads of the peers' data) are
-// ordered before its next stores into any peer's slots (see the protocol above).
+// ordered before its next stores into any peer's slots (see the protocol above). Fence, barrier,
+// fence: in the PTX memory model a relaxed load is acquired only by a fence of the thread that
+// issued it, and a store is released only by a fence of the thread that then writes, so the
+// fence of the polling threads must come before the barrier and the writers' after it. (A fence
+// after the barrier alone, as until session 31, has no known hardware failure: the stale read it
+// allows would need a local load still in flight after an NVLink round trip.) Runs only where a
+// block takes several units, i.e. one-shot calls larger than the grid's rows.
 __device__ __forceinline__ void lamportNextUnit() {
+  cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, cuda::thread_scope_system);
   __syncthreads();
   cuda::atomic_thread_fence(cuda::std::memory_order_acq_rel, cuda::thread_scope_system);
 }
