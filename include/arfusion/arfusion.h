@@ -222,7 +222,11 @@ Status commGetAsyncError(Communicator* comm, const char** detail = nullptr);
 Status commInfo(const Communicator* comm, int* rank, int* world_size, int* device);
 
 // Overrides the strategy and sync mode for later calls. Must be called with the same values on
-// every rank between the same two calls (these choices decide what kernels wait for).
+// every rank between the same two calls (these choices decide what kernels wait for). Ranks that
+// differ fail with kMismatch where their kernels meet in one protocol (the call signature holds
+// the strategy, not the sync mode) and with kTimeout where they do not: under GridDependency the
+// one-shot, and the two-shot where it fits one unit per block, run the Lamport protocol, under
+// FlagBarrier the flag protocol, and neither reads the other's signature.
 Status commSetStrategy(Communicator* comm, Strategy strategy, SyncMode sync_mode);
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 
 namespace arfusion::detail {
@@ -113,6 +114,8 @@ LogLevel processLogLevel() {
     if (!std::strcmp(v, "error")) return LogLevel::kError;
     if (!std::strcmp(v, "info")) return LogLevel::kInfo;
     if (!std::strcmp(v, "debug")) return LogLevel::kDebug;
+    // Not a commCreate failure (logging is per process, read at the first message): said once.
+    if (std::strcmp(v, "warn")) std::fprintf(stderr, "arfusion: ARFUSION_LOG='%s' is not error, warn, info or debug; using warn\n", v);
     return LogLevel::kWarn;
   }();
   return level;
