@@ -6,9 +6,9 @@ For each fused kernel file, compiles PTX for the given virtual arch and checks e
   * GridDependency instantiations (SyncMode == 1) contain both `griddepcontrol.wait` and
     `griddepcontrol.launch_dependents` (only checked with --expect-griddep);
   * vector-path instantiations (VEC 8 for 16-bit types, 4 for fp32) issue every payload store as one
-    16-byte `st.global...v4`: the only narrower global store allowed is the block's epoch counter
-    (one `st.global.u32`). A struct copy once split the peer stores into 2-byte pieces and cut the
-    one-shot's bandwidth ~5x without failing any numerical test.
+    16-byte store (at least one per kernel): the only narrower global or generic-address store
+    allowed is the block's epoch counter (one `st.global.u32`). A struct copy once split the peer
+    stores into 2-byte pieces and cut the one-shot's bandwidth ~5x without failing any numerical test.
 Usage: check_ptx.py --nvcc NVCC --arch compute_120a [--expect-griddep] -I... file.cu ...
 """
 import argparse
@@ -26,6 +26,29 @@ def entries(ptx):
         end = ptx.find("\n}\n", start)
         out[m.group(1)] = ptx[start:end if end > 0 else len(ptx)]
     return out
+
+
+def stores(body):
+    """The global (or generic-address) stores of a kernel body: those narrower than 16 bytes, by
+    instruction, and the number of 16-byte ones. Shared, local, param and cluster (st.async) stores,
+    and the flag and control words (release, relaxed or volatile stores), are not counted."""
+    narrow, wide = [], 0
+    for m in re.finditer(r"\bst((?:\.\w+)+)\s", body):
+        mods = m.group(1).split(".")[1:]
+        if any(x in mods for x in ("shared", "local", "param", "async")) or any(x.startswith("shared") for x in mods):
+            continue
+        if any(x in mods for x in ("release", "relaxed", "volatile", "mmio")):
+            continue  # a flag or control word (scoped or volatile), not payload
+        bits = [int(x[1:]) for x in mods if re.fullmatch(r"[usbf](8|16|32|64|128)", x)]
+        vec = [int(x[1:]) for x in mods if re.fullmatch(r"v(2|4|8)", x)]
+        if not bits:
+            continue
+        nbytes = bits[-1] // 8 * (vec[-1] if vec else 1)
+        if nbytes >= 16:
+            wide += 1
+        else:
+            narrow.append("st" + m.group(1))
+    return narrow, wide
 
 
 def main():
@@ -48,10 +71,11 @@ def main():
             tv = re.search(r"I(13__nv_bfloat16|6__half|f)Li(\d+)E", name)
             if "SyncMode" in name and tv and int(tv.group(2)) == (4 if tv.group(1) == "f" else 8):
                 vec_kernels += 1
-                narrow = re.findall(r"\bst(?:\.\w+)*?\.global(?:\.\w+)*\.(?:[usbf]8|[usbf]16|[usbf]32|[usbf]64)\b", body)
-                narrow = [n for n in narrow if ".v" not in n]
+                narrow, wide = stores(body)
                 if len(narrow) > 1:
-                    failures.append(f"{a.arch} {name}: {len(narrow)} scalar global stores on the vector path ({sorted(set(narrow))})")
+                    failures.append(f"{a.arch} {name}: {len(narrow)} global stores narrower than 16 bytes on the vector path ({sorted(set(narrow))})")
+                if wide == 0:
+                    failures.append(f"{a.arch} {name}: no 16-byte global store on the vector path")
             if "SyncModeE2E" in name:
                 flag_kernels += 1
                 if "griddepcontrol" in body:

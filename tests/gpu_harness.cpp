@@ -1,5 +1,6 @@
 #include "gpu_harness.h"
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -20,10 +21,13 @@ int gpuCount() {
 
 namespace {
 
+// Every failing rank's error, not only the first: a rank that stopped early for a host-side reason
+// leaves its peers with a device-side timeout or mismatch, and the root cause is then on a later rank.
 std::string firstFailure(const std::vector<std::string>& errs) {
+  std::string all;
   for (size_t r = 0; r < errs.size(); ++r)
-    if (!errs[r].empty()) return "rank " + std::to_string(r) + ": " + errs[r];
-  return "";
+    if (!errs[r].empty()) all += (all.empty() ? "rank " : "; rank ") + std::to_string(r) + ": " + errs[r];
+  return all;
 }
 
 // The tests' own kernels (compare.cu) loaded on every device of the group before any rank starts,
@@ -42,15 +46,24 @@ std::string preloadTestKernelsOn(const std::vector<int>& devs) {
 }  // namespace
 
 std::function<void(const void*, void*, size_t)> ncclHostAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world) {
+  // A failure anywhere leaves `all` all-ones: agreeStep then reads every rank as failed, so a
+  // broken exchange stops the scenario instead of reading as agreement.
   return [=](const void* mine, void* all, size_t bytes) {
     void* d = nullptr;
-    cudaMalloc(&d, bytes * world);
-    cudaMemsetAsync(d, 0, bytes * world, stream);  // defined bytes for NCCL's in-place all-gather (initcheck)
-    cudaMemcpyAsync(static_cast<char*>(d) + rank * bytes, mine, bytes, cudaMemcpyHostToDevice, stream);
-    ncclAllGather(static_cast<char*>(d) + rank * bytes, d, bytes, ncclUint8, nccl, stream);
-    cudaMemcpyAsync(all, d, bytes * world, cudaMemcpyDeviceToHost, stream);
-    cudaStreamSynchronize(stream);
-    cudaFree(d);
+    bool ok = cudaMalloc(&d, bytes * world) == cudaSuccess;
+    // Defined bytes for NCCL's in-place all-gather (initcheck).
+    ok = ok && cudaMemsetAsync(d, 0, bytes * world, stream) == cudaSuccess;
+    ok = ok && cudaMemcpyAsync(static_cast<char*>(d) + rank * bytes, mine, bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess;
+    // Issued even after a failure above (into nothing useful), so that the peers' all-gather is
+    // not left waiting for this rank's.
+    const bool gathered = ncclAllGather(d ? static_cast<char*>(d) + rank * bytes : nullptr, d, bytes, ncclUint8, nccl, stream) == ncclSuccess;
+    ok = ok && gathered && cudaMemcpyAsync(all, d, bytes * world, cudaMemcpyDeviceToHost, stream) == cudaSuccess;
+    ok = cudaStreamSynchronize(stream) == cudaSuccess && ok;
+    if (d) cudaFree(d);
+    if (!ok) {
+      (void)cudaGetLastError();
+      std::memset(all, 0xff, bytes * world);
+    }
   };
 }
 

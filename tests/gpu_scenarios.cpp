@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -129,8 +130,8 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
   const size_t E = elemSize(d), n = static_cast<size_t>(c.tokens * c.hidden), bytes = n * E;
   const float eps = 1e-5f;
   std::vector<std::vector<uint8_t>> inputs(ctx.world);
-  for (int r = 0; r < ctx.world; ++r) inputs[r] = randomTensor(n, d, c.seed * 64 + r, 1.0, c.negzero);
-  const auto residual = randomTensor(n, d, c.seed * 64 + 40, 1.0, c.negzero);
+  for (int r = 0; r < ctx.world; ++r) inputs[r] = randomTensor(n, d, c.seed * 64 + r, c.scale, c.negzero);
+  const auto residual = randomTensor(n, d, c.seed * 64 + 40, c.scale, c.negzero);
   const auto gamma = randomTensor(c.hidden, d, c.seed * 64 + 41);
   const Reference ref = reference(inputs, residual, gamma, c.tokens, c.hidden, d, eps);
 
@@ -151,6 +152,7 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
   std::vector<Op> ops = {Op::kAllReduceAddRMSNorm};
   if (c.all_ops) ops = {Op::kAllReduceAddRMSNorm, Op::kAllReduceAdd, Op::kAllReduce};
 
+  int fused_ran = 0;  // forced fused variants that ran: a group of 2+ ranks must run some
   for (Op op : ops) {
     std::vector<uint8_t> nccl_res, nccl_out;
     for (const Variant& v : variants) {
@@ -158,10 +160,16 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
       std::vector<uint8_t> got_res, got_out;
       uint64_t h = 0;
       // A forced strategy that cannot run this shape (row wider than a workspace region) is
-      // refused by plan() with kNotSupported on every rank alike: nothing to run.
+      // refused by plan() with kNotSupported on every rank alike: nothing to run. Any other
+      // refusal (fusion unavailable in this group) is a failure, not a pass without fused calls.
       OK(arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync));
       arfusion::Plan pl;
-      if (arfusion::plan(ctx.comm, arfusion::Shape{c.tokens, c.hidden, d, op}, &pl) == Status::kNotSupported) continue;
+      if (arfusion::plan(ctx.comm, arfusion::Shape{c.tokens, c.hidden, d, op}, &pl) == Status::kNotSupported) {
+        const std::string why = arfusion::lastError();
+        if (why.find("cannot run this shape") == std::string::npos) return what + "plan refused: " + why;
+        continue;
+      }
+      if (v.strategy == Strategy::kOneShot || v.strategy == Strategy::kTwoShot) ++fused_ran;
       const std::string local = [&]() -> std::string {
         // Stream-ordered poison: no device-wide sync, which would deadlock ranks sharing a GPU.
         CK(cudaMemsetAsync(res_out.p, 0xff, bytes, ctx.stream));
@@ -202,6 +210,7 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c) {
     }
   }
   OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
+  if (ctx.world > 1 && fused_ran == 0) return describe(c, ops[0], variants[0]) + "no fused strategy could run this shape";
   return "";
 }
 
@@ -232,10 +241,12 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
   //   0 NaN on rank 0            -> NaN        1 all-ones NaN on the last rank -> NaN
   //   2 +Inf on rank 0           -> +Inf       3 -Inf on every rank          -> -Inf
   //   4 +Inf rank 0, -Inf last   -> NaN        5 -0.0 on every rank          -> -0.0 (bits)
-  //   6 largest finite everywhere-> +Inf (fp16/bf16 overflow) or finite     7 random
-  // kAllReduce outputs are checked against these classes on every path; kAllReduceAddRMSNorm
-  // outputs (whole rows become NaN) against the NCCL path at 2 ranks, NaN matching any NaN, and
-  // across paths. Outputs are poisoned with 0x55 bytes (a finite value no output can take here).
+  //   6 largest finite everywhere-> +Inf (overflow, fp32 accumulation too)  7 random
+  // kAllReduce's out and kAllReduceAddRMSNorm's residual_out (residual + sum: the same classes,
+  // but class 5 gives the residual's bits) are checked against these classes on every path;
+  // norm_out (whole rows become NaN) against the NCCL path at 2 ranks, NaN matching any NaN, and
+  // across paths, as is residual_out. Outputs are poisoned with 0x55 bytes (a finite value no
+  // output can take here).
   for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
     for (int64_t H : {int64_t(4096), int64_t(1001)}) {  // vector and scalar paths
       const int64_t T = 3;
@@ -270,12 +281,12 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
         return err;
       const std::vector<Variant> variants = pathVariants(ctx);
       for (Op op : {Op::kAllReduce, Op::kAllReduceAddRMSNorm}) {
-        std::vector<uint8_t> first_out;
+        std::vector<uint8_t> first_out, first_res;
         for (const Variant& v : variants) {
           ShapeCase sc{d, T, H, 0};
           const std::string what = describe(sc, op, v) + "special values: ";
           OK(arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync));
-          std::vector<uint8_t> got;
+          std::vector<uint8_t> got, got_res;
           const std::string local = [&]() -> std::string {
             CK(cudaMemsetAsync(res_out.p, 0x55, bytes, st));
             CK(cudaMemsetAsync(out.p, 0x55, bytes, st));
@@ -284,38 +295,53 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
             CK(cudaStreamSynchronize(st));
             const char* detail = nullptr;
             if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return detail;
-            got = download(out);
             const uint32_t poison = d == DType::kFloat32 ? 0x55555555u : 0x5555u;
-            for (size_t i = 0; i < n; ++i)
-              if (bitsAt(got, i, d) == poison) return "element " + std::to_string(i) + " unwritten";
-            if (op == Op::kAllReduce) {
+            // Row 0's classes in `v` (sum: out of kAllReduce; with_residual: residual_out).
+            auto checkClasses = [&](const std::vector<uint8_t>& v, bool with_residual, const char* name) -> std::string {
               for (int64_t h = 0; h < H; ++h) {
-                const uint32_t x = bitsAt(got, h, d);
+                const uint32_t x = bitsAt(v, h, d);
                 const int k = static_cast<int>(h % 8);
                 bool ok = true;
                 if (k == 0 || k == 1 || k == 4) ok = isNaNBits(x, d);
-                if (k == 2) ok = x == pos_inf;
+                if (k == 2 || k == 6) ok = x == pos_inf;
                 if (k == 3) ok = x == neg_inf;
-                if (k == 5) ok = x == negz;
-                if (k == 6) ok = d == DType::kFloat32 ? x == pos_inf || !isNaNBits(x, d) : x == pos_inf;
+                if (k == 5) ok = x == (with_residual ? bitsAt(residual, h, d) : negz);
                 if (!ok) {
-                  char buf[120];
-                  std::snprintf(buf, sizeof buf, "column %lld (class %d): got bits 0x%x", (long long)h, k, x);
+                  char buf[140];
+                  std::snprintf(buf, sizeof buf, "%s column %lld (class %d): got bits 0x%x", name, (long long)h, k, x);
                   return buf;
                 }
               }
-            }
-            if (!first_out.empty()) {
+              return "";
+            };
+            // Bit for bit, but any NaN matches any NaN.
+            auto sameAs = [&](const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, const char* name) -> std::string {
               for (size_t i = 0; i < n; ++i) {
-                const uint32_t a = bitsAt(got, i, d), b = bitsAt(first_out, i, d);
-                if (a != b && !(isNaNBits(a, d) && isNaNBits(b, d))) {
+                const uint32_t x = bitsAt(a, i, d), y = bitsAt(b, i, d);
+                if (x != y && !(isNaNBits(x, d) && isNaNBits(y, d))) {
                   char buf[160];
-                  std::snprintf(buf, sizeof buf, "element %zu: 0x%x, but the %s path gave 0x%x", i, a,
-                                ctx.nccl ? "NCCL" : "first fused", b);
+                  std::snprintf(buf, sizeof buf, "%s element %zu: 0x%x, but the %s path gave 0x%x", name, i, x,
+                                ctx.nccl ? "NCCL" : "first fused", y);
                   return buf;
                 }
               }
+              return "";
+            };
+            got = download(out);
+            for (size_t i = 0; i < n; ++i)
+              if (bitsAt(got, i, d) == poison) return "element " + std::to_string(i) + " unwritten";
+            if (op == Op::kAllReduce) {
+              if (std::string e = checkClasses(got, false, "out"); !e.empty()) return e;
+            } else {
+              got_res = download(res_out);
+              for (size_t i = 0; i < n; ++i)
+                if (bitsAt(got_res, i, d) == poison) return "residual_out element " + std::to_string(i) + " unwritten";
+              if (std::string e = checkClasses(got_res, true, "residual_out"); !e.empty()) return e;
+              if (!first_res.empty())
+                if (std::string e = sameAs(got_res, first_res, "residual_out"); !e.empty()) return e;
             }
+            if (!first_out.empty())
+              if (std::string e = sameAs(got, first_out, "output"); !e.empty()) return e;
             return "";
           }();
           // Ranks must agree: hash with every NaN mapped to one pattern (payloads may differ).
@@ -324,7 +350,7 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
             if (isNaNBits(bitsAt(canon, i, d), d)) setBits(canon, i, d, nan);
           const std::string verdict = agreeStep(ctx, local, hashBytes(canon.data(), canon.size()));
           if (!verdict.empty()) return what + verdict;
-          if (first_out.empty()) first_out = got;
+          if (first_out.empty()) first_out = got, first_res = got_res;
         }
       }
     }
@@ -333,7 +359,8 @@ std::string scenarioSpecialValues(RankCtx& ctx) {
   return "";
 }
 
-std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches) {
+std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches,
+                         bool poison_in_graph) {
   // One round: 32 calls whose token count, hidden size (vector and scalar paths) and dtype change
   // every call.
   struct Call {
@@ -373,20 +400,38 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   }
   CK(cudaMemsetAsync(counter.p, 0, 8, ctx.stream));
 
-  auto body = [&](int k) -> std::string {
+  // One compared pair of calls; *fused: the first call ran a fused kernel (Auto may plan the NCCL
+  // path, and NCCL against NCCL compares nothing fused). With `poison`, outputs are poisoned with
+  // different bytes for the two calls, so an element that neither call writes is a mismatch.
+  auto body = [&](int k, bool poison, bool* fused_call) -> std::string {
     const Call& c = kSeq[k];
     const int t = c.d == bf ? 0 : c.d == h16 ? 1 : 2;
     const size_t bytes = size_t(c.T * c.H) * (c.d == f32 ? 4 : 2);
     const Strategy fused = k % 3 == 0 ? Strategy::kOneShot : k % 3 == 1 ? Strategy::kTwoShot : (nccl_ref ? Strategy::kAuto : Strategy::kOneShot);
     const Strategy refs = nccl_ref ? Strategy::kNccl : (fused == Strategy::kOneShot ? Strategy::kTwoShot : Strategy::kOneShot);
     const SyncMode sync = k % 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency;
+    // The calling thread's error state may hold an error some earlier call reported and handled;
+    // what matters is that the launches below succeed.
+    if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess)
+      std::fprintf(stderr, "soak, rank %d, call %d: cleared an earlier error: %s\n", ctx.rank, k, cudaGetErrorString(stale));
     perturb(in[t].p, bytes, ctx.stream);
+    CK(cudaGetLastError());
+    if (poison) {
+      CK(cudaMemsetAsync(res_f.p, 0xff, bytes, ctx.stream));
+      CK(cudaMemsetAsync(out_f.p, 0xff, bytes, ctx.stream));
+      CK(cudaMemsetAsync(res_r.p, 0xfe, bytes, ctx.stream));
+      CK(cudaMemsetAsync(out_r.p, 0xfe, bytes, ctx.stream));
+    }
     OK(arfusion::commSetStrategy(ctx.comm, fused, sync));
+    arfusion::Plan pl;
+    OK(arfusion::plan(ctx.comm, arfusion::Shape{c.T, c.H, c.d}, &pl));
+    *fused_call = pl.strategy != Strategy::kNccl;
     OK(arfusion::allReduceAddRMSNorm(ctx.comm, in[t].p, res_in[t].p, res_f.p, g[t].p, out_f.p, c.T, c.H, c.d, 1e-6f, ctx.stream));
     OK(arfusion::commSetStrategy(ctx.comm, refs, k % 4 < 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency));
     OK(arfusion::allReduceAddRMSNorm(ctx.comm, in[t].p, res_in[t].p, res_r.p, g[t].p, out_r.p, c.T, c.H, c.d, 1e-6f, ctx.stream));
     countMismatch(res_f.p, res_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream);
     countMismatch(out_f.p, out_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream);
+    CK(cudaGetLastError());  // a failed compare launch would leave the counter at 0
     return "";
   };
 
@@ -395,24 +440,28 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   *compared = 0;
   for (int64_t r = 0; r < eager_rounds; ++r) {
     for (int k = 0; k < kSeqLen; ++k) {
-      if (!(err = body(k)).empty()) return "eager: " + err;
-      ++*compared;
+      bool fused_call = false;
+      if (!(err = body(k, true, &fused_call)).empty()) return "eager: " + err;
+      *compared += fused_call;
     }
   }
   cudaGraph_t graph;
   cudaGraphExec_t exec;
+  int64_t fused_per_round = 0;
   CK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
   for (int k = 0; k < kSeqLen; ++k) {
-    if (!(err = body(k)).empty()) {
+    bool fused_call = false;
+    if (!(err = body(k, poison_in_graph, &fused_call)).empty()) {
       cudaStreamEndCapture(ctx.stream, &graph);
       return "capture: " + err;
     }
+    fused_per_round += fused_call;
   }
   CK(cudaStreamEndCapture(ctx.stream, &graph));
   CK(cudaGraphInstantiate(&exec, graph, 0));
   for (int64_t r = eager_rounds; r < rounds; ++r) {
     CK(cudaGraphLaunch(exec, ctx.stream));
-    *compared += kSeqLen;
+    *compared += fused_per_round;
   }
   CK(cudaStreamSynchronize(ctx.stream));
   cudaGraphExecDestroy(exec);
@@ -423,6 +472,7 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   CK(cudaStreamSynchronize(ctx.stream));
   OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
   if (*mismatches) return std::to_string(*mismatches) + " mismatching words over " + std::to_string(*compared) + " calls";
+  if (*compared < calls / 2) return "only " + std::to_string(*compared) + " of " + std::to_string(calls) + " calls ran fused";
   return "";
 }
 

@@ -583,6 +583,7 @@ TEST(Signature, DependsOnWhatPeersExchangeAndNeverSetsBit31) {
 }
 
 TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
+  int checked = 0;  // shapes the geometry accepted: the checks below ran on them
   for (int world : {2, 3, 4, 8}) {
     Topology t = h200Pair();
     t.world = world;
@@ -593,8 +594,11 @@ TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
           std::string why;
           const Shape sh{tokens, hidden, DType::kBFloat16};
           if (!fusedGeometry(t, s, sh, &blocks, &rows, &why)) continue;
+          ++checked;
           const int64_t unit = (s == Strategy::kTwoShot ? world : 1) * int64_t(rows);
           const int64_t units = (tokens + unit - 1) / unit;
+          EXPECT_GE(rows, 1);
+          EXPECT_GE(units * unit, tokens);  // block b takes units b, b + blocks, ...: all of them
           EXPECT_GE(blocks, 1);
           EXPECT_LE(blocks, t.max_blocks);
           EXPECT_LE(blocks, units);
@@ -607,6 +611,7 @@ TEST(Plan, GeometryCoversEveryRowAndFitsTheRegion) {
       }
     }
   }
+  EXPECT_GE(checked, 150) << "of 192 shapes, only " << checked << " had a geometry";
 }
 
 // A one-shot step never puts more than 128 KiB into a region, however large the region (it does not

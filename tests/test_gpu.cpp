@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -32,6 +34,17 @@ arfusion::Config testConfig(double timeout = 0) {
   return c;
 }
 
+// Inputs and residual of magnitude ~1e-3: the mean square (~1e-6) is below eps (1e-5), so a kernel
+// that dropped eps or used another would be far outside the tolerance (at magnitude 1 eps moves
+// norm_out by ~2e-6 relative, inside the fp32 tolerance).
+void addSmallValueCases(std::vector<ShapeCase>* v, uint64_t* seed) {
+  for (DType d : {DType::kBFloat16, DType::kFloat32}) {
+    ShapeCase c{d, 5, d == DType::kFloat32 ? 2880 : 4096, (*seed)++};
+    c.scale = 1e-3;
+    v->push_back(c);
+  }
+}
+
 std::vector<ShapeCase> fullShapes() {
   std::vector<ShapeCase> v;
   uint64_t seed = 1;
@@ -51,6 +64,7 @@ std::vector<ShapeCase> fullShapes() {
   v.push_back({DType::kBFloat16, 17, 4096, seed++, true, true});      // misaligned pointers
   v.push_back({DType::kFloat32, 3, 1000, seed++, true, true});        // misaligned fp32
   v.push_back({DType::kBFloat16, 64, 4096, seed++, false, false, true});  // -0.0 in inputs
+  addSmallValueCases(&v, &seed);
   return v;
 }
 
@@ -62,6 +76,7 @@ std::vector<ShapeCase> groupShapes() {
       for (int64_t h : {1024, 2880, 4096}) v.push_back({d, t, h, seed++, h == 2880});
   v.push_back({DType::kFloat16, 300, 5120, seed++});
   v.push_back({DType::kBFloat16, 7, 4095, seed++, false, true});
+  addSmallValueCases(&v, &seed);
   return v;
 }
 
@@ -238,13 +253,40 @@ TEST_P(LocalGroup, Shapes) {
   EXPECT_EQ(err, "");
 }
 
+// The special values at 2-8 ranks (no NCCL here: every path against the classes and the first
+// fused path).
+TEST_P(LocalGroup, NaNInfNegZeroAndSentinelInputs) {
+  std::string skip;
+  const std::string err = runLocalGroup(GetParam(), testConfig(), 16, scenarioSpecialValues, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
 TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
   std::string skip;
   const std::string err = runLocalGroup(GetParam(), testConfig(), 16, [](RankCtx& ctx) {
     int64_t compared = 0;
     unsigned long long mism = 0;
     const std::string e = scenarioSoak(ctx, 4096, 12, &compared, &mism);
-    if (ctx.rank == 0) std::printf("soak at %d ranks: %lld calls, %llu mismatching words\n", ctx.world, (long long)compared, mism);
+    if (ctx.rank == 0) std::printf("soak at %d ranks: %lld fused calls, %llu mismatching words\n", ctx.world, (long long)compared, mism);
+    return e;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+// Reproduces the open failure of session 31 (docs/PERF-NOTES.md): the soak with its outputs
+// poisoned by cudaMemsetAsync before every call inside the CUDA graph too, i.e. memset nodes
+// between the fused calls. On one H200 it failed at 3, 4 and 8 ranks in every run, at the same
+// epochs (device mismatch or timeout), and passed with the memsets in eager calls only. Disabled
+// until understood; run it with --gtest_also_run_disabled_tests.
+TEST_P(LocalGroup, DISABLED_SoakWithMemsetNodesInTheGraph) {
+  std::string skip;
+  const std::string err = runLocalGroup(GetParam(), testConfig(), 16, [](RankCtx& ctx) {
+    int64_t compared = 0;
+    unsigned long long mism = 0;
+    const std::string e = scenarioSoak(ctx, 4096, 12, &compared, &mism, /*poison_in_graph=*/true);
+    if (ctx.rank == 0) std::printf("soak (memset nodes) at %d ranks: %lld fused calls, %llu mismatching words\n", ctx.world, (long long)compared, mism);
     return e;
   }, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -299,17 +341,19 @@ std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<a
   return "";
 }
 // A fault test's bf16 allReduceAddRMSNorm of tokens x hidden: its five operands, s bytes each, in
-// one allocation (freed with the object): input and residual 0x3c3c (about 0.0115), residual_out
-// and norm_out poisoned (NaN), gamma 0x3c3c. ok() is false if the allocation failed.
+// one allocation (freed with the object): input bytes `input_byte` (0x3c3c is about 0.0115),
+// residual 0x3c3c, residual_out and norm_out poisoned (NaN), gamma 0x3c3c. ok() is false if the
+// allocation failed.
 struct FaultCall {
   int64_t T, H;
   size_t s;
   char* b = nullptr;
-  FaultCall(int64_t tokens, int64_t hidden) : T(tokens), H(hidden), s(size_t(tokens * hidden) * 2) {
+  FaultCall(int64_t tokens, int64_t hidden, uint8_t input_byte = 0x3c) : T(tokens), H(hidden), s(size_t(tokens * hidden) * 2) {
     void* buf = nullptr;
     if (cudaMalloc(&buf, s * 5) != cudaSuccess) return;
     b = static_cast<char*>(buf);
-    cudaMemset(b, 0x3c, s * 2);  // input, residual
+    cudaMemset(b, input_byte, s);  // input
+    cudaMemset(b + s, 0x3c, s);    // residual
     poisonOutputs();
     cudaMemset(gamma(), 0x3c, s);
     cudaDeviceSynchronize();
@@ -383,16 +427,17 @@ TEST_P(Faults, APeerThatSkipsACallTimesOut) {
 
 // A peer that arrives after this rank timed out must not finish the call on what the failed rank
 // left behind: it fails too, or, where the failed rank had already sent everything (the one-shot),
-// returns correct results. Outputs are poisoned with NaN; the inputs give no NaN. (The Lamport
-// two-shot once pushed the sums of a wait that gave up: the late peer took them and reported success
-// with NaN rows.)
+// returns correct results. Outputs are poisoned with NaN; the ranks' inputs differ (0x3c3c on rank
+// 0, 0x3b3b on rank 1), so a rank that took its own data for its peer's is found too. (The Lamport
+// two-shot once pushed the sums of a wait that gave up: the late peer took them and reported
+// success with NaN rows.)
 TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
   std::string skip;
   const FaultPath fp = GetParam();
   const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
     const int64_t T = fp.tokens, H = fp.hidden;
     if (std::string e = enterPath(ctx, fp, {arfusion::Shape{T, H}}); !e.empty()) return e;
-    const FaultCall call(T, H);
+    const FaultCall call(T, H, ctx.rank == 0 ? 0x3c : 0x3b);
     if (!call.ok()) return "cudaMalloc";
     if (ctx.rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // after rank 0 gave up
     Status st = call(ctx);
@@ -405,9 +450,20 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
       std::vector<uint16_t> host(2 * T * H);
       cudaMemcpy(host.data(), call.residualOut(), call.s, cudaMemcpyDeviceToHost);
       cudaMemcpy(host.data() + T * H, call.normOut(), call.s, cudaMemcpyDeviceToHost);
-      int nan = 0;
-      for (uint16_t x : host) nan += isNaNBits(x, DType::kBFloat16);
-      if (nan) e = "rank 1 reported success with " + std::to_string(nan) + " NaN output elements";
+      auto bf16 = [](uint16_t x) {
+        const uint32_t u = uint32_t(x) << 16;
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        return double(f);
+      };
+      // residual_out = residual + both inputs; norm_out: a row of equal values normalises to gamma.
+      const double want_res = bf16(0x3c3c) * 2 + bf16(0x3b3b), want_norm = bf16(0x3c3c);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < 2 * T * H; ++i) {
+        const double want = i < T * H ? want_res : want_norm;
+        if (!(std::fabs(bf16(host[i]) - want) <= want * 0.01)) ++bad;  // NaN counts
+      }
+      if (bad) e = "rank 1 reported success with " + std::to_string(bad) + " wrong output elements";
     }
     std::printf("late peer, rank %d: %s\n", ctx.rank, arfusion::statusString(st));
     return e;
@@ -424,10 +480,14 @@ TEST_P(Faults, AbortReleasesAWaitingKernel) {
       arfusion::commAbort(ctx.comm);
     });
     const auto t0 = std::chrono::steady_clock::now();
-    call(ctx);
+    const Status launched = call(ctx);
     cudaStreamSynchronize(ctx.stream);
     aborter.join();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (launched != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+    // The kernel must have waited for the absent peer until the abort (300 ms), and no longer
+    // than the abort takes to reach it. (commAbort sets kAborted on the host whatever the kernel did.)
+    if (secs < 0.25) return "the call ended after " + std::to_string(secs) + " s, before the abort: it did not wait";
     if (secs > 10) return "abort took " + std::to_string(secs) + " s";
     if (arfusion::commGetAsyncError(ctx.comm) != Status::kAborted) return "expected kAborted";
     return "";
@@ -653,36 +713,44 @@ TEST_P(LocalGroup, CallsAcrossTheEpochWrap) {
 }
 
 // ------------------------------------------------------------------ the single-GPU kernel
+// Three aliasings: norm_out = x (as the NCCL path calls it), every buffer separate, and
+// residual_out = residual_in. Outputs poisoned (NaN) before each call.
 TEST(AddRMSNorm, MatchesTheReferenceInPlaceAndOutOfPlace) {
   if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
+  enum Alias { kNormIsX, kSeparate, kResidualInPlace };
   for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
     for (int64_t H : {4096, 2880, 4095}) {
-      const int64_t T = 37;
-      const size_t E = elemSize(d), bytes = T * H * E;
-      const auto x = randomTensor(T * H, d, 31 + H), res = randomTensor(T * H, d, 32 + H), g = randomTensor(H, d, 33 + H);
-      const auto ref = reference({x}, res, g, T, H, d, 1e-6);
-      void *dx, *dr, *dro, *dg;
-      cudaMalloc(&dx, bytes);
-      cudaMalloc(&dr, bytes);
-      cudaMalloc(&dro, bytes);
-      cudaMalloc(&dg, H * E);
-      cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice);
-      cudaMemcpy(dr, res.data(), bytes, cudaMemcpyHostToDevice);
-      cudaMemcpy(dg, g.data(), H * E, cudaMemcpyHostToDevice);
-      cudaMemset(dro, 0xff, bytes);
-      // in place: x is norm_out
-      ASSERT_EQ(arfusion::addRMSNorm(dx, dr, dro, dg, dx, T, H, d, 1e-6f, nullptr), Status::kSuccess) << arfusion::lastError();
-      cudaDeviceSynchronize();
-      std::vector<uint8_t> got(bytes), got_res(bytes);
-      cudaMemcpy(got.data(), dx, bytes, cudaMemcpyDeviceToHost);
-      cudaMemcpy(got_res.data(), dro, bytes, cudaMemcpyDeviceToHost);
-      const CheckResult a = check(got_res, ref, g, T, H, d, 1), b = check(got, ref, g, T, H, d, 2);
-      EXPECT_TRUE(a.ok()) << arfusion::toString(d) << " " << H << ": " << a.first;
-      EXPECT_TRUE(b.ok()) << arfusion::toString(d) << " " << H << ": " << b.first;
-      cudaFree(dx);
-      cudaFree(dr);
-      cudaFree(dro);
-      cudaFree(dg);
+      for (Alias alias : {kNormIsX, kSeparate, kResidualInPlace}) {
+        const int64_t T = 37;
+        const size_t E = elemSize(d), bytes = T * H * E;
+        const uint64_t seed = 31 + H + 1000 * alias;
+        const auto x = randomTensor(T * H, d, seed), res = randomTensor(T * H, d, seed + 1), g = randomTensor(H, d, seed + 2);
+        const auto ref = reference({x}, res, g, T, H, d, 1e-6);
+        const std::string what = std::string(arfusion::toString(d)) + " " + std::to_string(H) + " alias " + std::to_string(alias);
+        void *dx = nullptr, *dr = nullptr, *dro = nullptr, *dg = nullptr, *dn = nullptr;
+        ASSERT_EQ(cudaMalloc(&dx, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dr, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dro, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dn, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dg, H * E), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dr, res.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dg, g.data(), H * E, cudaMemcpyHostToDevice), cudaSuccess);
+        ASSERT_EQ(cudaMemset(dro, 0xff, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemset(dn, 0xff, bytes), cudaSuccess);
+        void* norm_out = alias == kNormIsX ? dx : dn;
+        void* res_out = alias == kResidualInPlace ? dr : dro;
+        ASSERT_EQ(arfusion::addRMSNorm(dx, dr, res_out, dg, norm_out, T, H, d, 1e-6f, nullptr), Status::kSuccess)
+            << what << ": " << arfusion::lastError();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+        std::vector<uint8_t> got(bytes), got_res(bytes);
+        ASSERT_EQ(cudaMemcpy(got.data(), norm_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(got_res.data(), res_out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        const CheckResult a = check(got_res, ref, g, T, H, d, 1), b = check(got, ref, g, T, H, d, 2);
+        EXPECT_TRUE(a.ok()) << what << ": residual_out " << a.first;
+        EXPECT_TRUE(b.ok()) << what << ": norm_out " << b.first;
+        for (void* p : {dx, dr, dro, dn, dg}) cudaFree(p);
+      }
     }
   }
 }
@@ -718,4 +786,14 @@ TEST(Lifecycle, CreateDestroy200TimesLeaksNoDeviceMemory) {
   const size_t slack = size_t(2) << 20;
   EXPECT_GE(freeBytes(devs[0]) + slack, base0);
   EXPECT_GE(freeBytes(devs[1]) + slack, base1);
+}
+
+// As gtest_main, but a run in which every test was skipped (no GPU, or fewer than the tests need)
+// exits 77, which ctest reports as skipped (tests/CMakeLists.txt, SKIP_RETURN_CODE).
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int rc = RUN_ALL_TESTS();
+  const ::testing::UnitTest& u = *::testing::UnitTest::GetInstance();
+  if (rc == 0 && u.successful_test_count() == 0 && u.skipped_test_count() > 0) return 77;
+  return rc;
 }

@@ -22,6 +22,9 @@ double g_timeout_s = 5;     // ARFTEST_TIMEOUT_S if set (sanitizers slow kernels
 bool g_self_check = true;   // ARFTEST_SELF_CHECK=0: no creation-time self-check (its timing loops
                             // take minutes under racecheck; the kernels it runs are tested anyway)
 bool g_peer_killed = false;  // set by the last test: NCCL must then be aborted, not destroyed
+int g_report_fd = -1;        // rank 1: where it writes its failed-test count before it is killed
+
+constexpr int kExitSkipped = 77;  // ctest's SKIP_RETURN_CODE (tests/CMakeLists.txt)
 
 #define NEED_RANKS() \
   if (!g_skip.empty()) GTEST_SKIP() << g_skip
@@ -150,11 +153,16 @@ TEST(Processes, CreateDestroy200TimesLeaksNothing) {
 
 // Must stay the last test: rank 1 dies (SIGKILL, as if the process were killed mid-run); rank 0's
 // next call must end with kTimeout within the bound, and teardown must not hang (NCCL is aborted,
-// not destroyed, after this). The parent accepts rank 1's SIGKILL only when rank 0 passed.
+// not destroyed, after this). Rank 1 first writes how many of its tests failed to the parent, which
+// accepts its SIGKILL only after reading 0 (a SIGKILL alone would hide rank 1's failures).
 TEST(Processes, ZzKilledPeerTimesOut) {
   NEED_RANKS();
   g_peer_killed = true;
-  if (g_ctx.rank == 1) raise(SIGKILL);
+  if (g_ctx.rank == 1) {
+    const int failed = ::testing::UnitTest::GetInstance()->failed_test_count();
+    if (g_report_fd >= 0 && write(g_report_fd, &failed, sizeof failed) != sizeof failed) std::fprintf(stderr, "rank 1: report write failed\n");
+    raise(SIGKILL);
+  }
   const int64_t T = 4, H = 4096;
   const size_t s = T * H * 2;
   void* buf = nullptr;
@@ -189,7 +197,8 @@ int child(int rank, int world, int read_fd, const std::vector<int>& write_fds, i
   if (rank != 0) ::testing::GTEST_FLAG(brief) = true;
   if (gpuCount() < world) {
     g_skip = "needs " + std::to_string(world) + " GPUs for " + std::to_string(world) + " processes, found " + std::to_string(gpuCount());
-    return RUN_ALL_TESTS();
+    const int rc = RUN_ALL_TESTS();
+    return rc == 0 ? kExitSkipped : rc;
   }
   cudaSetDevice(rank);
   // The tests' own kernels loaded before any fused call, as the thread harnesses do (gpu_harness.cpp).
@@ -230,15 +239,23 @@ int main(int argc, char** argv) {
     rfd[r] = p[0];
     wfd.push_back(p[1]);
   }
+  int report[2];  // rank 1 -> parent: its failed-test count, written before it is killed
+  if (pipe(report) != 0) return 2;
   std::vector<pid_t> pids;
   for (int r = 0; r < world; ++r) {
     const pid_t pid = fork();
-    if (pid == 0) _exit(child(r, world, rfd[r], r == 0 ? wfd : std::vector<int>{}, argc, argv));
+    if (pid == 0) {
+      close(report[0]);
+      if (r == 1) g_report_fd = report[1];
+      else close(report[1]);
+      _exit(child(r, world, rfd[r], r == 0 ? wfd : std::vector<int>{}, argc, argv));
+    }
     pids.push_back(pid);
   }
+  close(report[1]);  // EOF once rank 1 is gone, whether or not it wrote
   // Never hang: a rank that failed early leaves its peer waiting in a collective; give the group
   // a deadline, then kill what is left.
-  int rc = 0;
+  int rc = 0, skipped = 0;
   size_t done = 0;
   std::vector<bool> finished(world, false);
   for (int tick = 0; done < pids.size(); ++tick) {
@@ -248,8 +265,18 @@ int main(int argc, char** argv) {
       if (waitpid(pids[r], &status, WNOHANG) == pids[r]) {
         finished[r] = true;
         ++done;
-        const bool killed_on_purpose = r != 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
-        if (!killed_on_purpose && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) rc = 1;
+        if (r != 0 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {  // the last test kills rank 1
+          int failed = -1;
+          if (read(report[0], &failed, sizeof failed) != sizeof failed || failed != 0) {
+            std::fprintf(stderr, "test_gpu_procs: rank %d was killed %s\n", r,
+                         failed > 0 ? "after failed tests (its log above says which)" : "without reporting its tests");
+            rc = 1;
+          }
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) == kExitSkipped) {
+          ++skipped;
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+          rc = 1;
+        }
       }
     }
     if (done < pids.size() && tick > 10 * 1200) {  // 1200 s
@@ -260,5 +287,6 @@ int main(int argc, char** argv) {
     }
     if (done < pids.size()) usleep(100000);
   }
-  return rc;
+  // Every rank skipped everything (too few GPUs): ctest reports the entry as skipped, not passed.
+  return rc == 0 && skipped == world ? kExitSkipped : rc;
 }
