@@ -262,15 +262,22 @@ TEST_P(LocalGroup, NaNInfNegZeroAndSentinelInputs) {
   EXPECT_EQ(err, "");
 }
 
-TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
-  std::string skip;
-  const std::string err = runLocalGroup(GetParam(), testConfig(), 16, [](RankCtx& ctx) {
+// A group of `world` ranks runs the 4096-call soak (scenarioSoak) and prints its count.
+static std::string groupSoak(int world, bool poison_in_graph, std::string* skip) {
+  return runLocalGroup(world, testConfig(), 16, [poison_in_graph](RankCtx& ctx) {
     int64_t compared = 0;
     unsigned long long mism = 0;
-    const std::string e = scenarioSoak(ctx, 4096, 12, &compared, &mism);
-    if (ctx.rank == 0) std::printf("soak at %d ranks: %lld fused calls, %llu mismatching words\n", ctx.world, (long long)compared, mism);
+    const std::string e = scenarioSoak(ctx, 4096, 12, &compared, &mism, poison_in_graph);
+    if (ctx.rank == 0)
+      std::printf("soak%s at %d ranks: %lld fused calls, %llu mismatching words\n", poison_in_graph ? " (memset nodes)" : "",
+                  ctx.world, (long long)compared, mism);
     return e;
-  }, &skip);
+  }, skip);
+}
+
+TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
+  std::string skip;
+  const std::string err = groupSoak(GetParam(), false, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }
@@ -282,13 +289,7 @@ TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
 // until understood; run it with --gtest_also_run_disabled_tests.
 TEST_P(LocalGroup, DISABLED_SoakWithMemsetNodesInTheGraph) {
   std::string skip;
-  const std::string err = runLocalGroup(GetParam(), testConfig(), 16, [](RankCtx& ctx) {
-    int64_t compared = 0;
-    unsigned long long mism = 0;
-    const std::string e = scenarioSoak(ctx, 4096, 12, &compared, &mism, /*poison_in_graph=*/true);
-    if (ctx.rank == 0) std::printf("soak (memset nodes) at %d ranks: %lld fused calls, %llu mismatching words\n", ctx.world, (long long)compared, mism);
-    return e;
-  }, &skip);
+  const std::string err = groupSoak(GetParam(), true, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }
