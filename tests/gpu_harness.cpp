@@ -1,5 +1,9 @@
 #include "gpu_harness.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -20,6 +24,42 @@ int gpuCount() {
 }
 
 namespace {
+
+// Bounds a thread group's run: past the deadline (ARFTEST_DEADLINE_S, default 900 s, under ctest's
+// 1,200 s kill) it says which run hung and aborts the process. A rank that left early leaves its
+// peers waiting in a host exchange, where no device timeout reaches them; ctest's kill would say
+// nothing about where.
+class Watchdog {
+ public:
+  explicit Watchdog(const std::string& what) : what_(what), thread_([this] { watch(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  void watch() {
+    const char* env = std::getenv("ARFTEST_DEADLINE_S");
+    const double seconds = env ? std::atof(env) : 900.0;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+      std::fprintf(stderr, "%s: still running after %.0f s (a rank waiting for one that left?): aborting\n", what_.c_str(), seconds);
+      std::fflush(stderr);
+      std::abort();
+    }
+  }
+  const std::string what_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: starts once the members above exist
+};
 
 // Every failing rank's error, not only the first: a rank that stopped early for a host-side reason
 // leaves its peers with a device-side timeout or mismatch, and the root cause is then on a later rank.
@@ -99,7 +139,10 @@ std::string runThreadsNccl(int world, const arfusion::Config& config, const Scen
       cudaStreamDestroy(ctx.stream);
     });
   }
-  for (auto& t : threads) t.join();
+  {
+    Watchdog watchdog("runThreadsNccl(" + std::to_string(world) + " ranks)");
+    for (auto& t : threads) t.join();
+  }
   for (auto c : ncomms) ncclCommDestroy(c);
   return firstFailure(errs);
 }
@@ -135,7 +178,10 @@ std::string runLocalGroup(int world, const arfusion::Config& config, int max_blo
       cudaStreamDestroy(ctx.stream);
     });
   }
-  for (auto& t : threads) t.join();
+  {
+    Watchdog watchdog("runLocalGroup(" + std::to_string(world) + " ranks)");
+    for (auto& t : threads) t.join();
+  }
   for (int r = 0; r < world; ++r) {
     cudaSetDevice(devs[r]);
     arfusion::commDestroy(comms[r]);
