@@ -70,7 +70,8 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
 // on the device with a reference path (NCCL at 2 ranks, the other fused strategy otherwise).
 // `calls` calls in total, *compared of them fused. Outputs are poisoned before every eager call;
 // in the graph only with poison_in_graph: memset nodes between the fused calls of the graph made
-// the 3-8-rank soak fail on one H200 (session 31, docs/PERF-NOTES.md), not yet understood.
+// the 3-8-rank soak fail on one H200 at its first graph replay (session 31, docs/PERF-NOTES.md),
+// not yet understood.
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches,
                          bool poison_in_graph = false);
 // One communicator, calls alternating between two streams with no host sync: the library orders
