@@ -29,12 +29,21 @@ __global__ void loadingProbeKernel(int* p) {
 }
 }  // namespace
 
-void countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s) {
-  countMismatchKernel<<<64, 256, 0, s>>>(static_cast<const uint32_t*>(a), static_cast<const uint32_t*>(b), bytes / 4, counter);
+// 64 blocks of 256 threads on stream s; this launch's own status (a <<<>>> launch followed by
+// cudaGetLastError would also report an earlier, handled error of the calling thread).
+template <typename... KArgs, typename... Args>
+cudaError_t launch64(void (*kernel)(KArgs...), cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(64);
+  cfg.blockDim = dim3(256);
+  cfg.stream = s;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
-void perturb(void* p, size_t bytes, cudaStream_t s) {
-  perturbKernel<<<64, 256, 0, s>>>(static_cast<uint32_t*>(p), bytes / 4);
+
+cudaError_t countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s) {
+  return launch64(countMismatchKernel, s, static_cast<const uint32_t*>(a), static_cast<const uint32_t*>(b), bytes / 4, counter);
 }
+cudaError_t perturb(void* p, size_t bytes, cudaStream_t s) { return launch64(perturbKernel, s, static_cast<uint32_t*>(p), bytes / 4); }
 
 // Loads the kernels above now: a test that spins fused kernels of two communicators at once must
 // not load one of its own kernels lazily in between (arfusion's preloadKernels() says why).

@@ -101,7 +101,7 @@ bool isNaNBits(uint32_t x, arfusion::DType d);
 std::string preloadTestKernels();
 std::string kernelLoaded(const void* kernel, bool* loaded);
 std::string loadingProbe(bool* before, bool* after);
-void countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s);
-void perturb(void* p, size_t bytes, cudaStream_t s);
+cudaError_t countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s);
+cudaError_t perturb(void* p, size_t bytes, cudaStream_t s);
 
 }  // namespace arftest

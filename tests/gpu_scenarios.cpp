@@ -410,12 +410,7 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
     const Strategy fused = k % 3 == 0 ? Strategy::kOneShot : k % 3 == 1 ? Strategy::kTwoShot : (nccl_ref ? Strategy::kAuto : Strategy::kOneShot);
     const Strategy refs = nccl_ref ? Strategy::kNccl : (fused == Strategy::kOneShot ? Strategy::kTwoShot : Strategy::kOneShot);
     const SyncMode sync = k % 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency;
-    // The calling thread's error state may hold an error some earlier call reported and handled;
-    // what matters is that the launches below succeed.
-    if (const cudaError_t stale = cudaGetLastError(); stale != cudaSuccess)
-      std::fprintf(stderr, "soak, rank %d, call %d: cleared an earlier error: %s\n", ctx.rank, k, cudaGetErrorString(stale));
-    perturb(in[t].p, bytes, ctx.stream);
-    CK(cudaGetLastError());
+    CK(perturb(in[t].p, bytes, ctx.stream));
     if (poison) {
       CK(cudaMemsetAsync(res_f.p, 0xff, bytes, ctx.stream));
       CK(cudaMemsetAsync(out_f.p, 0xff, bytes, ctx.stream));
@@ -423,15 +418,18 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
       CK(cudaMemsetAsync(out_r.p, 0xfe, bytes, ctx.stream));
     }
     OK(arfusion::commSetStrategy(ctx.comm, fused, sync));
-    arfusion::Plan pl;
-    OK(arfusion::plan(ctx.comm, arfusion::Shape{c.T, c.H, c.d}, &pl));
-    *fused_call = pl.strategy != Strategy::kNccl;
+    *fused_call = true;
+    if (fused == Strategy::kAuto) {  // the only choice that may resolve to the NCCL path
+      arfusion::Plan pl;
+      OK(arfusion::plan(ctx.comm, arfusion::Shape{c.T, c.H, c.d}, &pl));
+      *fused_call = pl.strategy != Strategy::kNccl;
+    }
     OK(arfusion::allReduceAddRMSNorm(ctx.comm, in[t].p, res_in[t].p, res_f.p, g[t].p, out_f.p, c.T, c.H, c.d, 1e-6f, ctx.stream));
     OK(arfusion::commSetStrategy(ctx.comm, refs, k % 4 < 2 ? SyncMode::kFlagBarrier : SyncMode::kGridDependency));
     OK(arfusion::allReduceAddRMSNorm(ctx.comm, in[t].p, res_in[t].p, res_r.p, g[t].p, out_r.p, c.T, c.H, c.d, 1e-6f, ctx.stream));
-    countMismatch(res_f.p, res_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream);
-    countMismatch(out_f.p, out_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream);
-    CK(cudaGetLastError());  // a failed compare launch would leave the counter at 0
+    // A failed compare launch would leave the counter at 0: checked.
+    CK(countMismatch(res_f.p, res_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream));
+    CK(countMismatch(out_f.p, out_r.p, bytes, static_cast<unsigned long long*>(counter.p), ctx.stream));
     return "";
   };
 
@@ -588,8 +586,8 @@ std::string scenarioTwoCommunicators(RankCtx& ctx, const arfusion::Config& confi
         CK(cudaMemsetAsync(x.res_out.p, 0xff, bytes, x.stream));
         CK(cudaMemsetAsync(x.out.p, 0xff, bytes, x.stream));
         OK(arfusion::allReduceAddRMSNorm(x.comm, x.in.p, x.res_in.p, x.res_out.p, x.g.p, x.out.p, x.T, x.H, x.d, 1e-6f, x.stream));
-        countMismatch(x.res_out.p, x.golden_res.p, bytes, static_cast<unsigned long long*>(x.counter.p), x.stream);
-        countMismatch(x.out.p, x.golden_out.p, bytes, static_cast<unsigned long long*>(x.counter.p), x.stream);
+        CK(countMismatch(x.res_out.p, x.golden_res.p, bytes, static_cast<unsigned long long*>(x.counter.p), x.stream));
+        CK(countMismatch(x.out.p, x.golden_out.p, bytes, static_cast<unsigned long long*>(x.counter.p), x.stream));
       }
     }
     for (Side& x : sides) {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -452,18 +451,14 @@ TEST_P(Faults, ALatePeerNeverFinishesOnAFailedRanksLeftovers) {
       std::vector<uint16_t> host(2 * T * H);
       cudaMemcpy(host.data(), call.residualOut(), call.s, cudaMemcpyDeviceToHost);
       cudaMemcpy(host.data() + T * H, call.normOut(), call.s, cudaMemcpyDeviceToHost);
-      auto bf16 = [](uint16_t x) {
-        const uint32_t u = uint32_t(x) << 16;
-        float f;
-        std::memcpy(&f, &u, sizeof f);
-        return double(f);
-      };
-      // residual_out = residual + both inputs; norm_out: a row of equal values normalises to gamma.
-      const double want_res = bf16(0x3c3c) * 2 + bf16(0x3b3b), want_norm = bf16(0x3c3c);
+      const uint16_t in0 = 0x3c3c, in1 = 0x3b3b;
+      const double a = toDouble(&in0, 0, DType::kBFloat16), b = toDouble(&in1, 0, DType::kBFloat16);
+      // residual_out = residual (a) + both inputs; norm_out: a row of equal values normalises to gamma (a).
+      const double want_res = a * 2 + b, want_norm = a;
       int64_t bad = 0;
       for (int64_t i = 0; i < 2 * T * H; ++i) {
         const double want = i < T * H ? want_res : want_norm;
-        if (!(std::fabs(bf16(host[i]) - want) <= want * 0.01)) ++bad;  // NaN counts
+        if (!(std::fabs(toDouble(host.data(), size_t(i), DType::kBFloat16) - want) <= want * 0.01)) ++bad;  // NaN counts
       }
       if (bad) e = "rank 1 reported success with " + std::to_string(bad) + " wrong output elements";
     }
