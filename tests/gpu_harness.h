@@ -68,12 +68,11 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
 // Back-to-back calls whose token count, hidden size (vector and scalar paths), dtype, strategy and
 // sync mode change every call, eager and in a CUDA graph; every fused output compared bit for bit
 // on the device with a reference path (NCCL at 2 ranks, the other fused strategy otherwise).
-// `calls` calls in total, *compared of them fused. Outputs are poisoned before every eager call;
-// in the graph only with poison_in_graph: memset nodes between the fused calls of the graph made
-// the 3-8-rank soak fail on one H200 at its first graph replay (session 31, docs/PERF-NOTES.md),
-// not yet understood.
-std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches,
-                         bool poison_in_graph = false);
+// `calls` calls in total, *compared of them fused. Outputs are poisoned before every call, eager
+// and in the graph (memset nodes). Every rank's graph is instantiated and uploaded before any rank
+// launches it: ranks sharing a GPU would otherwise have one rank's instantiation wait behind its
+// peers' spinning first replay (session 32, docs/PERF-NOTES.md).
+std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches);
 // One communicator, calls alternating between two streams with no host sync: the library orders
 // them; every call's output is checked against the float64 reference.
 std::string scenarioTwoStreams(RankCtx& ctx);
