@@ -1,9 +1,14 @@
 // Google Benchmark suite: one family per path, arguments tokens x hidden x dtype, timed with CUDA
 // events around CUDA-graph replays (manual time = per-call time, max over ranks, median of 7
-// replays). Counters: us, algbw and busbw (GB/s), speedup over the NCCL path of the same shape
-// measured in the same run, and pct_peer_bw: bus bandwidth (bytes/t * 2(n-1)/n, what each rank must
-// send and receive in a ring or two-shot allreduce) over the peer-store bandwidth of the same run
-// (SM stores into the next rank's memory, every rank at once; peer_copy is the copy engine's).
+// replays). Counters: us, algbw and busbw (GB/s); speedup_vs_nccl: the NCCL reference of the same
+// shape and op measured earlier in the same run (nccl_path_fused for the fused op, nccl_allreduce
+// for the plain allreduce); pct_peer_bw: bus bandwidth (bytes/t * 2(n-1)/n, what each rank must
+// send and receive in a ring or two-shot allreduce) over the same run's peer-store bandwidth at the
+// same message size (SM stores into the next rank's memory, every rank at once; measured at the
+// anchor shapes only), and pct_peer_bw_128MiB over the peer store at 128 MiB, the device's best
+// (peer_copy is the copy engine's). Every fused row is labelled with its plan (strategy/sync mode,
+// grid, rows per step). All buffers stay the same across the calls of a replay, as in the anchors'
+// method (../shared/ANCHORS.md): messages that fit in L2 read their inputs from it.
 // Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
 #include <benchmark/benchmark.h>
 
@@ -30,8 +35,9 @@ arfbench::Group& group() {
   return *g;
 }
 
-std::map<std::tuple<int64_t, int64_t, int>, double> g_nccl_us;  // NCCL path per shape, this run
-double g_peer_gbs = 0;
+// This run's NCCL reference per shape and op, and its peer-store bandwidth per message size.
+std::map<std::tuple<int64_t, int64_t, int, int>, double> g_nccl_us;
+std::map<double, double> g_peer_gbs;
 
 void run(benchmark::State& state, Path path, Op op) {
   const int64_t tokens = state.range(0), hidden = state.range(1);
@@ -58,12 +64,15 @@ void run(benchmark::State& state, Path path, Op op) {
   state.counters["us"] = t.us;
   state.counters["algbw_GBs"] = bytes / (t.us * 1e-6) / 1e9;
   state.counters["busbw_GBs"] = bytes / (t.us * 1e-6) / 1e9 * 2.0 * (n - 1) / n;
-  if (path == Path::kNcclPath) g_nccl_us[{tokens, hidden, int(d)}] = t.us;
-  auto it = g_nccl_us.find({tokens, hidden, int(d)});
-  if (it != g_nccl_us.end()) state.counters["speedup_vs_nccl_path"] = it->second / t.us;
-  if (path == Path::kPeerStore && tokens * hidden == 8192 * 8192) g_peer_gbs = bytes / (t.us * 1e-6) / 1e9;
-  if (g_peer_gbs > 0 && path != Path::kAddRMSNorm)
-    state.counters["pct_peer_bw"] = 100.0 * state.counters["busbw_GBs"] / g_peer_gbs;
+  const bool collective = path != Path::kAddRMSNorm && path != Path::kPeerStore && path != Path::kPeerCopy;
+  const std::tuple<int64_t, int64_t, int, int> key{tokens, hidden, int(d), int(op)};
+  if (path == Path::kNcclPath || path == Path::kNcclAllReduce) g_nccl_us[key] = t.us;
+  if (auto it = g_nccl_us.find(key); collective && it != g_nccl_us.end()) state.counters["speedup_vs_nccl"] = it->second / t.us;
+  if (path == Path::kPeerStore) g_peer_gbs[bytes] = bytes / (t.us * 1e-6) / 1e9;
+  if (auto it = g_peer_gbs.find(bytes); collective && it != g_peer_gbs.end())
+    state.counters["pct_peer_bw"] = 100.0 * state.counters["busbw_GBs"] / it->second;
+  if (auto it = g_peer_gbs.find(double(8192) * 8192 * 2); collective && it != g_peer_gbs.end())
+    state.counters["pct_peer_bw_128MiB"] = 100.0 * state.counters["busbw_GBs"] / it->second;
   if (!t.plan.empty()) state.SetLabel(t.plan);
 }
 

@@ -87,10 +87,13 @@ void Group::onAll(const std::function<void(int)>& f) {
   for (auto& x : t) x.join();
 }
 
-std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden) {
-  arfusion::commSetStrategy(comms_[0], arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto);
+std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, arfusion::Strategy strategy,
+                          arfusion::SyncMode sync) {
+  arfusion::commSetStrategy(comms_[0], strategy, sync);
   arfusion::Plan p;
-  if (arfusion::plan(comms_[0], arfusion::Shape{tokens, hidden, d, op}, &p) != arfusion::Status::kSuccess) return "?";
+  const arfusion::Status st = arfusion::plan(comms_[0], arfusion::Shape{tokens, hidden, d, op}, &p);
+  arfusion::commSetStrategy(comms_[0], arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto);
+  if (st != arfusion::Status::kSuccess) return "?";
   std::string s = arfusion::toString(p.strategy);
   if (p.strategy == arfusion::Strategy::kNccl) return s;
   s += std::string("/") + arfusion::toString(p.sync_mode) + " grid " + std::to_string(p.blocks) + " rows " +
@@ -135,12 +138,13 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
   for (auto& e : errs)
     if (!e.empty()) out.error = e;
   if (out.error.empty()) {
-    if (path == Path::kAuto) out.plan = planOf(op, d, tokens, hidden);
+    const arfusion::SyncMode sync = path == Path::kOneShotFlag ? arfusion::SyncMode::kFlagBarrier : arfusion::SyncMode::kAuto;
+    if (path == Path::kAuto || path == Path::kOneShot || path == Path::kOneShotFlag || path == Path::kTwoShot)
+      out.plan = planOf(op, d, tokens, hidden, strat, sync);
     onAll([&](int r) {
       cudaStream_t s = streams_[r];
       void *in = bufs[r][0], *res = bufs[r][1], *res_out = bufs[r][2], *g = bufs[r][3], *o = bufs[r][4];
-      arfusion::commSetStrategy(comms_[r], strat,
-                                path == Path::kOneShotFlag ? arfusion::SyncMode::kFlagBarrier : arfusion::SyncMode::kAuto);
+      arfusion::commSetStrategy(comms_[r], strat, sync);
       auto one = [&]() -> bool {
         arfusion::Status st = arfusion::Status::kSuccess;
         switch (path) {
@@ -178,15 +182,23 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
         }
         cudaGraphDestroy(graph);
       }
-      for (int rep = -2; rep < reps; ++rep) {
-        cudaEventRecord(e0, s);
-        if (exec) cudaGraphLaunch(exec, s);
-        else for (int i = 0; i < calls; ++i) one();
-        cudaEventRecord(e1, s);
-        cudaEventSynchronize(e1);
+      // Every step checked: a failed launch or event must not pass as a fast (0 us) repeat.
+      for (int rep = -2; rep < reps && errs[r].empty(); ++rep) {
+        cudaError_t e = cudaEventRecord(e0, s);
+        bool ok = e == cudaSuccess;
+        if (ok && exec) ok = (e = cudaGraphLaunch(exec, s)) == cudaSuccess;
+        if (ok && !exec)
+          for (int i = 0; i < calls && ok; ++i) ok = one();
         float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        if (rep >= 0) per_rank[r].push_back(ms * 1000.f / calls);
+        if (ok) ok = (e = cudaEventRecord(e1, s)) == cudaSuccess && (e = cudaEventSynchronize(e1)) == cudaSuccess &&
+                     (e = cudaEventElapsedTime(&ms, e0, e1)) == cudaSuccess;
+        if (!ok) {
+          if (errs[r].empty()) errs[r] = std::string("timed replay: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "a call failed");
+        } else if (!(ms > 0)) {
+          errs[r] = "timed replay: non-positive elapsed time";
+        } else if (rep >= 0) {
+          per_rank[r].push_back(ms * 1000.f / calls);
+        }
       }
       if (exec) cudaGraphExecDestroy(exec);
       cudaEventDestroy(e0);

@@ -25,7 +25,7 @@ const char* pathName(Path p);
 
 struct Timing {
   double us = 0;          // median per call, max over ranks
-  std::string plan;       // Auto's pick (strategy/sync) for kAuto
+  std::string plan;       // the fused paths' plan (strategy/sync, grid, rows), as forced or as Auto picks
   std::string error;      // non-empty if the path could not run
 };
 
@@ -40,7 +40,9 @@ class Group {
   // Times one path. op applies to the fused paths and the NCCL path. eager: no graph, launches in a
   // loop (host-bound at small sizes; for comparison only).
   Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden, bool eager = false);
-  std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden);
+  // The plan rank 0 makes for this shape under strategy/sync (default: Auto's pick); "?" if refused.
+  std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
+                     arfusion::Strategy strategy = arfusion::Strategy::kAuto, arfusion::SyncMode sync = arfusion::SyncMode::kAuto);
   arfusion::Communicator* comm(int rank) const { return comms_[rank]; }
   // Runs f on every rank at once, one thread per rank with its device current.
   void onEach(const std::function<void(int rank, arfusion::Communicator*, cudaStream_t)>& f) {

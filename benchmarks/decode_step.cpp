@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   } paths[] = {{"nccl_path", arfusion::Strategy::kNccl}, {"auto", arfusion::Strategy::kAuto}};
   std::printf("arfusion-decode-bench: %s x %d (TP %d), hidden %lld, intermediate %lld, %d layers, bf16, CUDA graph per step\n",
               g.deviceName().c_str(), n, tp, (long long)H, (long long)I, layers);
-  std::printf("%6s  %12s %12s  %12s %12s  %8s\n", "batch", "nccl_path_us", "tok/s", "auto_us", "tok/s", "speedup");
+  std::printf("%6s  %12s %12s  %12s %12s  %8s  %s\n", "batch", "nccl_path_us", "tok/s", "auto_us", "tok/s", "speedup", "auto_pick");
   for (int64_t B : batches) {
     double step_us[2] = {0, 0};
     for (int p = 0; p < 2; ++p) {
@@ -118,18 +118,27 @@ int main(int argc, char** argv) {
         cudaEvent_t e0, e1;
         cudaEventCreate(&e0);
         cudaEventCreate(&e1);
+        // Every step checked, and the communicator's device error read after the replays: a call
+        // that timed out makes the calls queued behind it give up at once, a fast step that is wrong.
         std::vector<float> t;
-        for (int rep = -1; rep < 5; ++rep) {
-          cudaEventRecord(e0, s);
-          cudaGraphLaunch(exec, s);
-          cudaEventRecord(e1, s);
-          cudaEventSynchronize(e1);
+        for (int rep = -1; rep < 5 && errs[r].empty(); ++rep) {
           float ms = 0;
-          cudaEventElapsedTime(&ms, e0, e1);
-          if (rep >= 0) t.push_back(ms * 1000.f);
+          cudaError_t e = cudaEventRecord(e0, s);
+          if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
+          if (e == cudaSuccess) e = cudaEventRecord(e1, s);
+          if (e == cudaSuccess) e = cudaEventSynchronize(e1);
+          if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, e0, e1);
+          if (e != cudaSuccess) errs[r] = std::string("step replay: ") + cudaGetErrorString(e);
+          else if (!(ms > 0)) errs[r] = "step replay: non-positive elapsed time";
+          else if (rep >= 0) t.push_back(ms * 1000.f);
         }
-        std::sort(t.begin(), t.end());
-        per_rank[r] = t[t.size() / 2];
+        const char* detail = nullptr;
+        if (errs[r].empty() && arfusion::commGetAsyncError(comm, &detail) != arfusion::Status::kSuccess)
+          errs[r] = std::string("device error: ") + detail;
+        if (errs[r].empty()) {
+          std::sort(t.begin(), t.end());
+          per_rank[r] = t[t.size() / 2];
+        }
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
         cudaGraphExecDestroy(exec);
@@ -143,8 +152,9 @@ int main(int argc, char** argv) {
         }
       step_us[p] = *std::max_element(per_rank.begin(), per_rank.end());
     }
-    std::printf("%6lld  %12.1f %12.0f  %12.1f %12.0f  %7.3fx\n", (long long)B, step_us[0], B / (step_us[0] * 1e-6), step_us[1],
-                B / (step_us[1] * 1e-6), step_us[0] / step_us[1]);
+    const std::string pick = g.planOf(arfusion::Op::kAllReduceAddRMSNorm, arfusion::DType::kBFloat16, B, H);
+    std::printf("%6lld  %12.1f %12.0f  %12.1f %12.0f  %7.3fx  %s\n", (long long)B, step_us[0], B / (step_us[0] * 1e-6), step_us[1],
+                B / (step_us[1] * 1e-6), step_us[0] / step_us[1], pick.c_str());
   }
   g.onEach([&](int r, arfusion::Communicator*, cudaStream_t) {
     Rank& k = ranks[r];
