@@ -289,6 +289,76 @@ TEST(Sanitize, SmallShapesTwoRanks) {
   EXPECT_EQ(err, "");
 }
 
+// ------------------------------------------------------------------ self-check fallback
+// The creation-time self-check's decision (src/host/selfcheck.cpp), which no H200 fails on its own:
+// one rank, the last, reports a wrong GridDependency result or a slow one
+// (testing::setSelfCheckFault). Every rank must choose FlagBarrier for Auto, say why in plan(),
+// and Auto's calls must still be right (scenarioShape: every strategy x sync mode and Auto against
+// the float64 reference, and NCCL at 2 ranks over NCCL). The control, no fault: GridDependency and
+// "self-check passed".
+struct SelfCheckCase {
+  arfusion::testing::SelfCheckFault fault;
+  arfusion::SyncMode expect;
+  const char* reason;  // must appear in plan()'s reason on every rank
+};
+const SelfCheckCase kSelfCheckCases[] = {
+    {arfusion::testing::SelfCheckFault::kNone, arfusion::SyncMode::kGridDependency, "self-check passed"},
+    {arfusion::testing::SelfCheckFault::kWrongResult, arfusion::SyncMode::kFlagBarrier, "self-check: GridDependency gave wrong results"},
+    {arfusion::testing::SelfCheckFault::kSlow, arfusion::SyncMode::kFlagBarrier, "self-check: GridDependency slower"}};
+
+Scenario selfCheckScenario(const SelfCheckCase& c, uint64_t seed) {
+  return [c, seed](RankCtx& ctx) -> std::string {
+    arfusion::Plan p;
+    if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096, DType::kBFloat16, arfusion::Op::kAllReduceAddRMSNorm}, &p) !=
+        Status::kSuccess)
+      return std::string("plan: ") + arfusion::lastError();
+    if (p.strategy == arfusion::Strategy::kNccl) return std::string("Auto planned the NCCL path: ") + p.reason;
+    if (p.sync_mode != c.expect)
+      return std::string("Auto's sync mode is ") + arfusion::toString(p.sync_mode) + ", expected " + arfusion::toString(c.expect) +
+             "; reason: " + p.reason;
+    if (std::string(p.reason).find(c.reason) == std::string::npos)
+      return std::string("plan()'s reason lacks \"") + c.reason + "\": " + p.reason;
+    return scenarioShape(ctx, ShapeCase{DType::kBFloat16, 17, 4096, seed});
+  };
+}
+
+// Creates the group with the fault set on its last rank, clears it, then runs the scenario.
+class SelfCheck : public ::testing::TestWithParam<int> {};
+
+TEST_P(SelfCheck, OneRanksFailureMovesEveryRankToFlagBarrier) {
+  const SelfCheckCase& c = kSelfCheckCases[GetParam()];
+  for (int world : {2, 3}) {
+    SCOPED_TRACE("world " + std::to_string(world));
+    ASSERT_EQ(arfusion::testing::setSelfCheckFault(world - 1, c.fault), Status::kSuccess);
+    std::string skip;
+    const std::string err = runLocalGroup(world, testConfig(), 16, selfCheckScenario(c, 90 + world), &skip);
+    ASSERT_EQ(arfusion::testing::setSelfCheckFault(-1, arfusion::testing::SelfCheckFault::kNone), Status::kSuccess);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    EXPECT_EQ(err, "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Injected, SelfCheck, ::testing::Values(0, 1, 2), [](const ::testing::TestParamInfo<int>& i) {
+  return std::string(i.param == 0 ? "None" : i.param == 1 ? "WrongResult" : "Slow");
+});
+
+TEST(SelfCheckApi, RejectsRanksOutsideTheGroupRange) {
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(8, arfusion::testing::SelfCheckFault::kSlow), Status::kInvalidArgument);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(-2, arfusion::testing::SelfCheckFault::kSlow), Status::kInvalidArgument);
+  EXPECT_NE(std::string(arfusion::lastError()).find("outside"), std::string::npos);
+}
+
+// The same over NCCL and two GPUs (rank 1 at fault): the outcome crosses the NCCL bootstrap.
+TEST(ThreadsNccl2, SelfCheckFailureOnOneRankMovesBothToFlagBarrier) {
+  const SelfCheckCase& c = kSelfCheckCases[1];
+  ASSERT_EQ(arfusion::testing::setSelfCheckFault(1, c.fault), Status::kSuccess);
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), selfCheckScenario(c, 95), &skip);
+  ASSERT_EQ(arfusion::testing::setSelfCheckFault(-1, arfusion::testing::SelfCheckFault::kNone), Status::kSuccess);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
 // ------------------------------------------------------------------ bounded waits
 // Every wait loop: the Lamport one-shot and the Lamport two-shot (GridDependency: at these shapes every
 // block has one unit, so the two-shot runs its Lamport kernel; enterPath checks it), the flag

@@ -13,6 +13,9 @@
 #include "validate.h"
 
 namespace arfusion {
+namespace detail {
+void setSelfCheckFault(int rank, testing::SelfCheckFault fault);  // selfcheck.cpp
+}  // namespace detail
 namespace {
 
 using detail::DeviceGuard;
@@ -294,6 +297,16 @@ Status skipAllGatherSignals(Communicator* comm, bool on) {
   detail::clearError();
   if (!comm) return detail::fail(Status::kInvalidArgument, "skipAllGatherSignals: null communicator");
   comm->dev.test_skip_ag_signal = on ? 1 : 0;
+  return Status::kSuccess;
+}
+
+Status setSelfCheckFault(int rank, SelfCheckFault fault) {
+  detail::clearError();
+  if (rank < -1 || rank >= detail::kMaxRanks)
+    return detail::failf(Status::kInvalidArgument, "setSelfCheckFault: rank %d outside -1..%d", rank, detail::kMaxRanks - 1);
+  if (fault != SelfCheckFault::kNone && fault != SelfCheckFault::kWrongResult && fault != SelfCheckFault::kSlow)
+    return detail::fail(Status::kInvalidArgument, "setSelfCheckFault: unknown fault");
+  detail::setSelfCheckFault(rank, fault);
   return Status::kSuccess;
 }
 

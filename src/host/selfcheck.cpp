@@ -9,11 +9,15 @@
 //     incident in the README, shows up here rather than in production).
 // The outcome (any mismatch, max times over ranks) is exchanged, so every rank takes the same
 // decision. On failure the communicator uses FlagBarrier for Auto, logs a warning and plan() says why.
+// No H200 fails the check, so testing::setSelfCheckFault makes one rank report a failure, to test
+// that decision and its agreement across ranks (tests/test_gpu.cpp, SelfCheck.*).
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "arfusion/testing.h"
 #include "communicator.h"
 #include "errors.h"
 
@@ -23,6 +27,9 @@ cudaError_t launchDelayedFill(void* buf, int64_t n, int rank, uint32_t gen, unsi
                               cudaStream_t stream);
 
 namespace {
+
+// testing::setSelfCheckFault, per rank of the communicators created next in this process.
+std::atomic<int> g_fault[kMaxRanks];
 
 struct Outcome {
   int32_t mismatches;
@@ -109,6 +116,7 @@ Status runLocal(Communicator* c, Outcome* mine) {
     ARF_CUDA(cudaMemcpy(ha.data() + bytes, norm_a, bytes, cudaMemcpyDeviceToHost));
     ARF_CUDA(cudaMemcpy(hb.data(), res_b, bytes, cudaMemcpyDeviceToHost));
     ARF_CUDA(cudaMemcpy(hb.data() + bytes, norm_b, bytes, cudaMemcpyDeviceToHost));
+    if (gen == 1 && g_fault[c->rank].load() == int(testing::SelfCheckFault::kWrongResult)) ha[0] ^= 1;  // test-only
     if (std::memcmp(ha.data(), hb.data(), ha.size()) != 0) ++mine->mismatches;
   }
 
@@ -139,10 +147,19 @@ Status runLocal(Communicator* c, Outcome* mine) {
     res.graph = nullptr;
     (mode == 0 ? mine->us_griddep : mine->us_flag) = best * 1000.f / 32;
   }
+  if (g_fault[c->rank].load() == int(testing::SelfCheckFault::kSlow)) mine->us_griddep += 1000.f;  // test-only
   return c->checkHealth();
 }
 
 }  // namespace
+
+void setSelfCheckFault(int rank, testing::SelfCheckFault fault) {
+  if (rank < 0) {
+    for (auto& f : g_fault) f.store(int(fault));
+  } else {
+    g_fault[rank].store(int(fault));
+  }
+}
 
 Status selfCheck(Communicator* c) {
   Outcome mine{};
