@@ -69,9 +69,10 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
 // sync mode change every call, eager and in a CUDA graph; every fused output compared bit for bit
 // on the device with a reference path (NCCL at 2 ranks, the other fused strategy otherwise).
 // `calls` calls in total, *compared of them fused. Outputs are poisoned before every call, eager
-// and in the graph (memset nodes). Every rank's graph is instantiated and uploaded before any rank
-// launches it: ranks sharing a GPU would otherwise have one rank's instantiation wait behind its
-// peers' spinning first replay (session 32, docs/PERF-NOTES.md).
+// and in the graph (memset nodes). Host barriers that carry each rank's error (agreeStep) separate
+// the eager calls, the capture and instantiation, and the replays: ranks sharing a GPU would
+// otherwise have one rank's instantiation wait behind its peers' spinning calls (session 32,
+// docs/PERF-NOTES.md).
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches);
 // One communicator, calls alternating between two streams with no host sync: the library orders
 // them; every call's output is checked against the float64 reference.

@@ -433,45 +433,56 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   const int64_t rounds = (calls + kSeqLen - 1) / kSeqLen;
   const int64_t eager_rounds = rounds / 8 + 1;
   *compared = 0;
-  for (int64_t r = 0; r < eager_rounds; ++r) {
+  // The eager rounds, then the graph, each phase ending in a host barrier that carries every
+  // rank's error (agreeStep), so that a rank that fails leaves no peer waiting in the next one.
+  // Staged so: every rank's eager calls have finished before any rank captures and instantiates,
+  // and every rank's graph is instantiated and uploaded before any rank launches it. On one H200
+  // with 3-8 ranks sharing the GPU, instantiating this graph (it has memset nodes) waited for the
+  // kernels already running there, i.e. for peers' calls spinning for this very rank, until their
+  // timeout (session 32, docs/PERF-NOTES.md).
+  auto eager = [&]() -> std::string {
+    for (int64_t r = 0; r < eager_rounds; ++r) {
+      for (int k = 0; k < kSeqLen; ++k) {
+        bool fused_call = false;
+        if (std::string e = body(k, &fused_call); !e.empty()) return "eager: " + e;
+        *compared += fused_call;
+      }
+    }
+    CK(cudaStreamSynchronize(ctx.stream));
+    return "";
+  };
+  if (std::string v = agreeStep(ctx, eager(), 0); !v.empty()) return v;
+  struct Graph {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ~Graph() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  } graph;
+  int64_t fused_per_round = 0;
+  auto prepare = [&]() -> std::string {
+    CK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
     for (int k = 0; k < kSeqLen; ++k) {
       bool fused_call = false;
-      if (!(err = body(k, &fused_call)).empty()) return "eager: " + err;
-      *compared += fused_call;
+      if (std::string e = body(k, &fused_call); !e.empty()) {
+        cudaStreamEndCapture(ctx.stream, &graph.graph);
+        return "capture: " + e;
+      }
+      fused_per_round += fused_call;
     }
-  }
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  int64_t fused_per_round = 0;
-  CK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
-  for (int k = 0; k < kSeqLen; ++k) {
-    bool fused_call = false;
-    if (!(err = body(k, &fused_call)).empty()) {
-      cudaStreamEndCapture(ctx.stream, &graph);
-      return "capture: " + err;
-    }
-    fused_per_round += fused_call;
-  }
-  CK(cudaStreamEndCapture(ctx.stream, &graph));
-  CK(cudaGraphInstantiate(&exec, graph, 0));
-  // Staged: every rank's graph instantiated and uploaded, and its eager calls finished, before any
-  // rank launches its graph. On one H200 with 3-8 ranks sharing the GPU, instantiating this graph
-  // (it has memset nodes) waited for the kernels already running there, i.e. for the peers' first
-  // replayed call, which spins for this rank until its timeout (session 32, docs/PERF-NOTES.md).
-  CK(cudaGraphUpload(exec, ctx.stream));
-  CK(cudaStreamSynchronize(ctx.stream));
-  {
-    int32_t mine = 0;
-    std::vector<int32_t> all(ctx.world);
-    ctx.allGather(&mine, all.data(), sizeof mine);
-  }
+    CK(cudaStreamEndCapture(ctx.stream, &graph.graph));
+    CK(cudaGraphInstantiate(&graph.exec, graph.graph, 0));
+    CK(cudaGraphUpload(graph.exec, ctx.stream));
+    CK(cudaStreamSynchronize(ctx.stream));
+    return "";
+  };
+  if (std::string v = agreeStep(ctx, prepare(), 0); !v.empty()) return v;
   for (int64_t r = eager_rounds; r < rounds; ++r) {
-    CK(cudaGraphLaunch(exec, ctx.stream));
+    CK(cudaGraphLaunch(graph.exec, ctx.stream));
     *compared += fused_per_round;
   }
   CK(cudaStreamSynchronize(ctx.stream));
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   const char* detail = nullptr;
   if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return std::string("device error: ") + detail;
   CK(cudaMemcpyAsync(mismatches, counter.p, 8, cudaMemcpyDeviceToHost, ctx.stream));

@@ -308,31 +308,55 @@ const SelfCheckCase kSelfCheckCases[] = {
 
 Scenario selfCheckScenario(const SelfCheckCase& c, uint64_t seed) {
   return [c, seed](RankCtx& ctx) -> std::string {
-    arfusion::Plan p;
-    if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096, DType::kBFloat16, arfusion::Op::kAllReduceAddRMSNorm}, &p) !=
-        Status::kSuccess)
-      return std::string("plan: ") + arfusion::lastError();
-    if (p.strategy == arfusion::Strategy::kNccl) return std::string("Auto planned the NCCL path: ") + p.reason;
-    if (p.sync_mode != c.expect)
-      return std::string("Auto's sync mode is ") + arfusion::toString(p.sync_mode) + ", expected " + arfusion::toString(c.expect) +
-             "; reason: " + p.reason;
-    if (std::string(p.reason).find(c.reason) == std::string::npos)
-      return std::string("plan()'s reason lacks \"") + c.reason + "\": " + p.reason;
+    // Every rank reaches the verdict, also after a failed check, so none is left waiting in
+    // scenarioShape's barriers.
+    const std::string local = [&]() -> std::string {
+      arfusion::Plan p;
+      if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096, DType::kBFloat16, arfusion::Op::kAllReduceAddRMSNorm}, &p) !=
+          Status::kSuccess)
+        return std::string("plan: ") + arfusion::lastError();
+      if (p.strategy == arfusion::Strategy::kNccl) return std::string("Auto planned the NCCL path: ") + p.reason;
+      if (p.sync_mode != c.expect)
+        return std::string("Auto's sync mode is ") + arfusion::toString(p.sync_mode) + ", expected " + arfusion::toString(c.expect) +
+               "; reason: " + p.reason;
+      if (std::string(p.reason).find(c.reason) == std::string::npos)
+        return std::string("plan()'s reason lacks \"") + c.reason + "\": " + p.reason;
+      return "";
+    }();
+    if (std::string v = agreeStep(ctx, local, 0); !v.empty()) return v;
     return scenarioShape(ctx, ShapeCase{DType::kBFloat16, 17, 4096, seed});
   };
 }
 
-// Creates the group with the fault set on its last rank, clears it, then runs the scenario.
+// The fault set for the communicators created in its scope, cleared on every way out.
+struct ScopedSelfCheckFault {
+  explicit ScopedSelfCheckFault(int rank, arfusion::testing::SelfCheckFault f) {
+    ok = arfusion::testing::setSelfCheckFault(rank, f) == Status::kSuccess;
+  }
+  ~ScopedSelfCheckFault() { arfusion::testing::setSelfCheckFault(-1, arfusion::testing::SelfCheckFault::kNone); }
+  bool ok = false;
+};
+
+// The self-check runs only where the arch policy is GridDependency (src/host/arch.cpp: SM90, SM100).
+std::string selfCheckSkip() {
+  int major = 0;
+  if (gpuCount() < 1 || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess) return "needs a GPU";
+  if (major != 9 && major != 10) return "the self-check runs only where GridDependency is the policy (SM90, SM100)";
+  return "";
+}
+
+// A group of 2, then of 3 ranks, created with the fault on its last rank; then the scenario.
 class SelfCheck : public ::testing::TestWithParam<int> {};
 
 TEST_P(SelfCheck, OneRanksFailureMovesEveryRankToFlagBarrier) {
+  if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
   const SelfCheckCase& c = kSelfCheckCases[GetParam()];
   for (int world : {2, 3}) {
     SCOPED_TRACE("world " + std::to_string(world));
-    ASSERT_EQ(arfusion::testing::setSelfCheckFault(world - 1, c.fault), Status::kSuccess);
+    ScopedSelfCheckFault fault(world - 1, c.fault);
+    ASSERT_TRUE(fault.ok) << arfusion::lastError();
     std::string skip;
     const std::string err = runLocalGroup(world, testConfig(), 16, selfCheckScenario(c, 90 + world), &skip);
-    ASSERT_EQ(arfusion::testing::setSelfCheckFault(-1, arfusion::testing::SelfCheckFault::kNone), Status::kSuccess);
     if (!skip.empty()) GTEST_SKIP() << skip;
     EXPECT_EQ(err, "");
   }
@@ -342,19 +366,24 @@ INSTANTIATE_TEST_SUITE_P(Injected, SelfCheck, ::testing::Values(0, 1, 2), [](con
   return std::string(i.param == 0 ? "None" : i.param == 1 ? "WrongResult" : "Slow");
 });
 
-TEST(SelfCheckApi, RejectsRanksOutsideTheGroupRange) {
-  EXPECT_EQ(arfusion::testing::setSelfCheckFault(8, arfusion::testing::SelfCheckFault::kSlow), Status::kInvalidArgument);
-  EXPECT_EQ(arfusion::testing::setSelfCheckFault(-2, arfusion::testing::SelfCheckFault::kSlow), Status::kInvalidArgument);
+TEST(SelfCheckApi, RejectsBadRanksAndFaults) {
+  using arfusion::testing::SelfCheckFault;
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(8, SelfCheckFault::kSlow), Status::kInvalidArgument);
   EXPECT_NE(std::string(arfusion::lastError()).find("outside"), std::string::npos);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(-2, SelfCheckFault::kSlow), Status::kInvalidArgument);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(0, static_cast<SelfCheckFault>(7)), Status::kInvalidArgument);
+  EXPECT_NE(std::string(arfusion::lastError()).find("unknown fault"), std::string::npos);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(-1, SelfCheckFault::kNone), Status::kSuccess);
 }
 
 // The same over NCCL and two GPUs (rank 1 at fault): the outcome crosses the NCCL bootstrap.
 TEST(ThreadsNccl2, SelfCheckFailureOnOneRankMovesBothToFlagBarrier) {
+  if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
   const SelfCheckCase& c = kSelfCheckCases[1];
-  ASSERT_EQ(arfusion::testing::setSelfCheckFault(1, c.fault), Status::kSuccess);
+  ScopedSelfCheckFault fault(1, c.fault);
+  ASSERT_TRUE(fault.ok) << arfusion::lastError();
   std::string skip;
   const std::string err = runThreadsNccl(2, testConfig(), selfCheckScenario(c, 95), &skip);
-  ASSERT_EQ(arfusion::testing::setSelfCheckFault(-1, arfusion::testing::SelfCheckFault::kNone), Status::kSuccess);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }

@@ -32,13 +32,16 @@ Status skipAllGatherSignals(Communicator* comm, bool on);
 Status setEpochs(Communicator* comm, uint32_t value);
 
 // Fault injection for the creation-time self-check of GridDependency (README, "Sync modes and
-// fallbacks"), which no H200 fails on its own. Applies to every communicator created after it in
-// this process, until changed: rank `rank` of such a communicator (every rank for -1) reports
+// fallbacks"), which no H200 fails on its own. Applies to the communicators created after it in
+// this process, until changed, wherever their creation runs the self-check (fusion on,
+// Config::self_check set, GridDependency the arch policy: SM90, SM100): rank `rank` of such a
+// communicator (every rank for -1) reports
 //   kWrongResult: a GridDependency output one bit off FlagBarrier's (flipped in its host copy of
 //     the first round's output, after the kernels ran): the check's "wrong result" branch;
 //   kSlow: its GridDependency calls 1000 us slower than measured: the "slower" branch.
 // Every rank must then choose FlagBarrier for Auto, and plan() must say why. kNone clears it.
-// Set it before the creation, not during one. kInvalidArgument for a rank outside -1..7.
+// Set it before the creation, not during one. kInvalidArgument for a rank outside -1..7 or an
+// unknown fault.
 enum class SelfCheckFault { kNone = 0, kWrongResult = 1, kSlow = 2 };
 Status setSelfCheckFault(int rank, SelfCheckFault fault);
 
