@@ -12,6 +12,7 @@
 #include <string>
 
 #include "arfusion/arfusion.h"
+#include "arfusion/testing.h"
 #include "host/arch.h"
 #include "host/communicator.h"
 #include "host/env.h"
@@ -923,4 +924,16 @@ TEST(Tuning, TableFromMeasurementsNeverTrustsWhatDidNotRun) {
   ASSERT_EQ(u.rules.size(), 3u);
   EXPECT_EQ(u.rules[0].strategy, Strategy::kOneShot);
   EXPECT_EQ(u.rules[1].strategy, Strategy::kTwoShot);
+}
+
+// The self-check fault hook's argument checks (no GPU needed; its effect is tested in test_gpu.cpp,
+// SelfCheck.*).
+TEST(SelfCheckApi, RejectsBadRanksAndFaults) {
+  using arfusion::testing::SelfCheckFault;
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(8, SelfCheckFault::kSlow), Status::kInvalidArgument);
+  EXPECT_NE(std::string(arfusion::lastError()).find("outside"), std::string::npos);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(-2, SelfCheckFault::kSlow), Status::kInvalidArgument);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(0, static_cast<SelfCheckFault>(7)), Status::kInvalidArgument);
+  EXPECT_NE(std::string(arfusion::lastError()).find("unknown fault"), std::string::npos);
+  EXPECT_EQ(arfusion::testing::setSelfCheckFault(-1, SelfCheckFault::kNone), Status::kSuccess);
 }
