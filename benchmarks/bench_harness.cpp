@@ -102,6 +102,19 @@ std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, in
   return s;
 }
 
+std::string timeOnce(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const std::function<std::string()>& enqueue, float* ms) {
+  *ms = 0;
+  cudaError_t e = cudaEventRecord(e0, s);
+  if (e != cudaSuccess) return cudaGetErrorString(e);
+  if (std::string why = enqueue(); !why.empty()) return why;
+  e = cudaEventRecord(e1, s);
+  if (e == cudaSuccess) e = cudaEventSynchronize(e1);
+  if (e == cudaSuccess) e = cudaEventElapsedTime(ms, e0, e1);
+  if (e != cudaSuccess) return cudaGetErrorString(e);
+  if (!(*ms > 0)) return "non-positive elapsed time";
+  return "";
+}
+
 Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, bool eager) {
   Timing out;
   if (!error_.empty()) {
@@ -182,20 +195,19 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
         }
         cudaGraphDestroy(graph);
       }
-      // Every step checked: a failed launch or event must not pass as a fast (0 us) repeat.
+      auto enqueue = [&]() -> std::string {
+        if (exec) {
+          const cudaError_t e = cudaGraphLaunch(exec, s);
+          return e == cudaSuccess ? "" : cudaGetErrorString(e);
+        }
+        for (int i = 0; i < calls; ++i)
+          if (!one()) return "a call failed";
+        return "";
+      };
       for (int rep = -2; rep < reps && errs[r].empty(); ++rep) {
-        cudaError_t e = cudaEventRecord(e0, s);
-        bool ok = e == cudaSuccess;
-        if (ok && exec) ok = (e = cudaGraphLaunch(exec, s)) == cudaSuccess;
-        if (ok && !exec)
-          for (int i = 0; i < calls && ok; ++i) ok = one();
         float ms = 0;
-        if (ok) ok = (e = cudaEventRecord(e1, s)) == cudaSuccess && (e = cudaEventSynchronize(e1)) == cudaSuccess &&
-                     (e = cudaEventElapsedTime(&ms, e0, e1)) == cudaSuccess;
-        if (!ok) {
-          if (errs[r].empty()) errs[r] = std::string("timed replay: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "a call failed");
-        } else if (!(ms > 0)) {
-          errs[r] = "timed replay: non-positive elapsed time";
+        if (std::string e = timeOnce(s, e0, e1, enqueue, &ms); !e.empty()) {
+          if (errs[r].empty()) errs[r] = "timed replay: " + e;  // one() may have said why already
         } else if (rep >= 0) {
           per_rank[r].push_back(ms * 1000.f / calls);
         }

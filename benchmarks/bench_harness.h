@@ -62,6 +62,11 @@ class Group {
 // stderr, prefixed by `tool`, and returns null.
 std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& config = arfusion::Config());
 
+// One timed repeat on stream s: e0, whatever `enqueue` issues ("" or why it failed), e1, and the
+// elapsed milliseconds in *ms. "" or why it could not be timed; a non-positive time is an error
+// too, so that a failure never reads as a fast repeat.
+std::string timeOnce(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const std::function<std::string()>& enqueue, float* ms);
+
 // Fills a device buffer with random normal values of dtype (cuRAND Philox, on the device).
 void fillRandom(void* p, size_t count, arfusion::DType dtype, unsigned long long seed, cudaStream_t s);
 

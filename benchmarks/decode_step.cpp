@@ -118,18 +118,17 @@ int main(int argc, char** argv) {
         cudaEvent_t e0, e1;
         cudaEventCreate(&e0);
         cudaEventCreate(&e1);
-        // Every step checked, and the communicator's device error read after the replays: a call
-        // that timed out makes the calls queued behind it give up at once, a fast step that is wrong.
+        // Every step checked (timeOnce), and the communicator's device error read after the
+        // replays: a call that timed out makes the calls queued behind it give up at once, a fast
+        // step that is wrong.
+        auto launch = [&]() -> std::string {
+          const cudaError_t e = cudaGraphLaunch(exec, s);
+          return e == cudaSuccess ? "" : cudaGetErrorString(e);
+        };
         std::vector<float> t;
         for (int rep = -1; rep < 5 && errs[r].empty(); ++rep) {
           float ms = 0;
-          cudaError_t e = cudaEventRecord(e0, s);
-          if (e == cudaSuccess) e = cudaGraphLaunch(exec, s);
-          if (e == cudaSuccess) e = cudaEventRecord(e1, s);
-          if (e == cudaSuccess) e = cudaEventSynchronize(e1);
-          if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, e0, e1);
-          if (e != cudaSuccess) errs[r] = std::string("step replay: ") + cudaGetErrorString(e);
-          else if (!(ms > 0)) errs[r] = "step replay: non-positive elapsed time";
+          if (std::string e = arfbench::timeOnce(s, e0, e1, launch, &ms); !e.empty()) errs[r] = "step replay: " + e;
           else if (rep >= 0) t.push_back(ms * 1000.f);
         }
         const char* detail = nullptr;

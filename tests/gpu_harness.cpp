@@ -63,7 +63,7 @@ class Watchdog {
 
 // Every failing rank's error, not only the first: a rank that stopped early for a host-side reason
 // leaves its peers with a device-side timeout or mismatch, and the root cause is then on a later rank.
-std::string firstFailure(const std::vector<std::string>& errs) {
+std::string allFailures(const std::vector<std::string>& errs) {
   std::string all;
   for (size_t r = 0; r < errs.size(); ++r)
     if (!errs[r].empty()) all += (all.empty() ? "rank " : "; rank ") + std::to_string(r) + ": " + errs[r];
@@ -144,7 +144,7 @@ std::string runThreadsNccl(int world, const arfusion::Config& config, const Scen
     for (auto& t : threads) t.join();
   }
   for (auto c : ncomms) ncclCommDestroy(c);
-  return firstFailure(errs);
+  return allFailures(errs);
 }
 
 std::string runLocalGroup(int world, const arfusion::Config& config, int max_blocks, const Scenario& scenario,
@@ -186,7 +186,7 @@ std::string runLocalGroup(int world, const arfusion::Config& config, int max_blo
     cudaSetDevice(devs[r]);
     arfusion::commDestroy(comms[r]);
   }
-  return firstFailure(errs);
+  return allFailures(errs);
 }
 
 }  // namespace arftest

@@ -28,6 +28,9 @@ struct RankCtx {
 using Scenario = std::function<std::string(RankCtx&)>;
 
 int gpuCount();
+// A GPU test binary's exit status when every test it ran was skipped: ctest's SKIP_RETURN_CODE
+// (tests/CMakeLists.txt), so that an entry that ran nothing reads as skipped, not passed.
+constexpr int kExitSkipped = 77;
 // Host all-gather among ranks through NCCL on `stream` (blocking).
 std::function<void(const void*, void*, size_t)> ncclHostAllGather(ncclComm_t nccl, cudaStream_t stream, int rank, int world);
 // Runs `scenario` on `world` ranks as threads over NCCL (one GPU each). "" or the first failure

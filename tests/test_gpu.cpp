@@ -862,6 +862,6 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const int rc = RUN_ALL_TESTS();
   const ::testing::UnitTest& u = *::testing::UnitTest::GetInstance();
-  if (rc == 0 && u.successful_test_count() == 0 && u.skipped_test_count() > 0) return 77;
+  if (rc == 0 && u.successful_test_count() == 0 && u.skipped_test_count() > 0) return kExitSkipped;
   return rc;
 }

@@ -24,7 +24,6 @@ bool g_self_check = true;   // ARFTEST_SELF_CHECK=0: no creation-time self-check
 bool g_peer_killed = false;  // set by the last test: NCCL must then be aborted, not destroyed
 int g_report_fd = -1;        // rank 1: where it writes its failed-test count before it is killed
 
-constexpr int kExitSkipped = 77;  // ctest's SKIP_RETURN_CODE (tests/CMakeLists.txt)
 
 #define NEED_RANKS() \
   if (!g_skip.empty()) GTEST_SKIP() << g_skip
