@@ -718,6 +718,32 @@ TEST(Plan, IsAPureFunctionOfItsInputs) {
   }
 }
 
+TEST(Plan, ReasonKeepsTheSyncOutcomeBehindALongTuningFilePath) {
+  const Topology t = h200Pair();
+  AutoTable table = builtinTable(t);
+  table.source = "/" + std::string(300, 'd') + "/tuning-h200.txt";
+  PlanInputs in;
+  in.topo = t;
+  in.sync_auto = SyncMode::kFlagBarrier;
+  in.sync_auto_reason = "self-check: GridDependency gave wrong results (3 rounds), using flag barrier";
+  in.table = &table;
+  for (int64_t tokens : {1, 300}) {
+    Plan p;
+    ASSERT_EQ(makePlan(in, Shape{tokens, 4096}, &p), Status::kSuccess) << lastError();
+    const std::string reason = p.reason;
+    EXPECT_LT(reason.size(), sizeof p.reason);
+    EXPECT_NE(reason.find("tuning-h200.txt"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("using flag barrier"), std::string::npos) << reason;
+  }
+  // Whatever is still too long is cut with a visible mark, never silently.
+  in.sync_auto_reason = std::string(400, 'x');
+  Plan p;
+  ASSERT_EQ(makePlan(in, Shape{1, 4096}, &p), Status::kSuccess) << lastError();
+  const std::string reason = p.reason;
+  EXPECT_EQ(reason.size(), sizeof p.reason - 1);
+  EXPECT_EQ(reason.substr(reason.size() - 3), "...");
+}
+
 // ---------------------------------------------------------------- tuning files
 TEST(Tuning, RoundTrip) {
   const Topology t = h200Pair();

@@ -386,9 +386,7 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     for (const Rule& r : table->rules) {
       if (bytes <= r.max_bytes) { s = r.strategy; break; }
     }
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "auto: %" PRId64 " bytes -> %s by %s", bytes, toString(s), table->source.c_str());
-    rule = buf;
+    rule = "auto: " + std::to_string(bytes) + " bytes -> " + toString(s) + " by " + table->source;
     // Never a two-shot with fewer than two rows per rank (it only adds a round trip), nor below
     // the table's token floor where the one-shot can hold the row.
     int b = 0, r = 0;
@@ -435,6 +433,15 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     p.blocks *= p.row_blocks;
     if (p.row_blocks > 1) rule += "; " + std::to_string(p.row_blocks) + " blocks per row (a cluster)";
   }
+  // The reason must keep its tail (the sync mode and the self-check's outcome) in Plan::reason's
+  // 256 bytes: a long tuning-file path is what can overflow it, so that path is shortened to its
+  // last characters first, and only then is the whole cut (ending in "...").
+  if (rule.size() >= sizeof p.reason && in.table && in.table->source.size() > 48) {
+    const std::string& src = in.table->source;
+    const size_t at = rule.find(src);
+    if (at != std::string::npos) rule.replace(at, src.size(), "..." + src.substr(src.size() - 45));
+  }
+  if (rule.size() >= sizeof p.reason) rule = rule.substr(0, sizeof p.reason - 4) + "...";
   setReason(rule);
   *out = p;
   return Status::kSuccess;
