@@ -744,6 +744,65 @@ TEST(Plan, ReasonKeepsTheSyncOutcomeBehindALongTuningFilePath) {
   EXPECT_EQ(reason.substr(reason.size() - 3), "...");
 }
 
+// The creation-time speed check's table (selfcheck.cpp measures, speedCheckTable decides).
+TEST(Plan, SpeedCheckTableTakesTheOneShotOnlyWhereItWasFaster) {
+  Topology t = h200Pair();
+  t.world = 8;
+  t.link = LinkType::kPCIe;
+  t.cc_major = 12;
+  const WorkspaceLayout layout(size_t(256) << 20, 8);
+  t.region_bytes = layout.regionBytes(132);
+  t.lamport_region_bytes = layout.lamportRegionBytes(132);
+  EXPECT_FALSE(builtinTable(t).measured);
+  EXPECT_TRUE(builtinTable(h200Pair()).measured);
+  auto sizes = [](std::vector<std::pair<double, double>> us) {  // (one-shot, NCCL) at 8, 32, 128, 512 KiB
+    std::vector<SizeTiming> v;
+    int64_t tokens = 1;
+    for (auto [fused, nccl] : us) {
+      SizeTiming m;
+      m.tokens = tokens;
+      m.bytes = tokens * 8192;
+      m.us_oneshot = fused;
+      m.us_nccl = nccl;
+      m.us_twoshot = 1.0;  // never considered: the check times the one-shot only
+      v.push_back(m);
+      tokens *= 4;
+    }
+    return v;
+  };
+  auto strategyAt = [&](const AutoTable& table, int64_t tokens) {
+    PlanInputs in;
+    in.topo = t;
+    in.sync_auto = SyncMode::kFlagBarrier;
+    in.sync_auto_reason = "test";
+    in.table = &table;
+    Plan p;
+    EXPECT_EQ(makePlan(in, Shape{tokens, 4096}, &p), Status::kSuccess) << lastError();
+    EXPECT_NE(std::string(p.reason).find("creation check"), std::string::npos) << p.reason;
+    return p.strategy;
+  };
+  // Faster everywhere: the one-shot up to 512 KiB, the NCCL path above.
+  AutoTable a = speedCheckTable(t, sizes({{5, 20}, {6, 22}, {9, 25}, {20, 40}}));
+  EXPECT_TRUE(a.measured);
+  EXPECT_NE(a.source.find("creation check sm120/pcie/8 ranks"), std::string::npos) << a.source;
+  EXPECT_NE(a.source.find("512K 20.0/40.0"), std::string::npos) << a.source;
+  EXPECT_EQ(strategyAt(a, 1), Strategy::kOneShot);
+  EXPECT_EQ(strategyAt(a, 64), Strategy::kOneShot);
+  EXPECT_EQ(strategyAt(a, 65), Strategy::kNccl);
+  EXPECT_EQ(strategyAt(a, 4096), Strategy::kNccl);
+  // Slower from 128 KiB, and within the 3% margin at 32 KiB: the one-shot at 8 KiB only.
+  AutoTable b = speedCheckTable(t, sizes({{5, 20}, {21.8, 22}, {30, 25}, {60, 40}}));
+  EXPECT_EQ(strategyAt(b, 1), Strategy::kOneShot);
+  EXPECT_EQ(strategyAt(b, 2), Strategy::kNccl);
+  EXPECT_EQ(strategyAt(b, 16), Strategy::kNccl);
+  EXPECT_EQ(strategyAt(b, 64), Strategy::kNccl);
+  // Slower everywhere (the SM120 incident's shape of failure), or unable to run: the NCCL path.
+  AutoTable c = speedCheckTable(t, sizes({{50, 20}, {60, 22}, {std::nan(""), 25}, {200, 40}}));
+  ASSERT_EQ(c.rules.size(), 1u);
+  EXPECT_EQ(c.rules[0].strategy, Strategy::kNccl);
+  EXPECT_EQ(strategyAt(c, 1), Strategy::kNccl);
+}
+
 // ---------------------------------------------------------------- tuning files
 TEST(Tuning, RoundTrip) {
   const Topology t = h200Pair();
@@ -962,4 +1021,10 @@ TEST(SelfCheckApi, RejectsBadRanksAndFaults) {
   EXPECT_EQ(arfusion::testing::setSelfCheckFault(0, static_cast<SelfCheckFault>(7)), Status::kInvalidArgument);
   EXPECT_NE(std::string(arfusion::lastError()).find("unknown fault"), std::string::npos);
   EXPECT_EQ(arfusion::testing::setSelfCheckFault(-1, SelfCheckFault::kNone), Status::kSuccess);
+  using arfusion::testing::SpeedCheckFault;
+  EXPECT_EQ(arfusion::testing::setSpeedCheckFault(8, SpeedCheckFault::kRun), Status::kInvalidArgument);
+  EXPECT_NE(std::string(arfusion::lastError()).find("outside"), std::string::npos);
+  EXPECT_EQ(arfusion::testing::setSpeedCheckFault(0, static_cast<SpeedCheckFault>(3)), Status::kInvalidArgument);
+  EXPECT_NE(std::string(arfusion::lastError()).find("unknown fault"), std::string::npos);
+  EXPECT_EQ(arfusion::testing::setSpeedCheckFault(-1, SpeedCheckFault::kNone), Status::kSuccess);
 }

@@ -366,6 +366,32 @@ INSTANTIATE_TEST_SUITE_P(Injected, SelfCheck, ::testing::Values(0, 1, 2), [](con
   return std::string(i.param == 0 ? "None" : i.param == 1 ? "WrongResult" : "Slow");
 });
 
+// With the NCCL path forced at creation, creation runs no fused kernel (no self-check): should the
+// engine turn Auto on later, Auto takes FlagBarrier and plan() says why. A test group has no NCCL
+// path, so the NCCL strategy is forced in Config and Auto turned on at once.
+TEST(SelfCheckSkip, NcclForcedAtCreationLeavesAutoOnFlagBarrier) {
+  if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
+  arfusion::Config cfg = testConfig();
+  cfg.strategy = arfusion::Strategy::kNccl;
+  std::string skip;
+  const std::string err = runLocalGroup(2, cfg, 16, [](RankCtx& ctx) -> std::string {
+    const std::string local = [&]() -> std::string {
+      if (arfusion::commSetStrategy(ctx.comm, arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto) != Status::kSuccess)
+        return std::string("commSetStrategy: ") + arfusion::lastError();
+      arfusion::Plan p;
+      if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096, DType::kBFloat16, arfusion::Op::kAllReduceAddRMSNorm}, &p) != Status::kSuccess)
+        return std::string("plan: ") + arfusion::lastError();
+      if (p.sync_mode != arfusion::SyncMode::kFlagBarrier || std::string(p.reason).find("self-check not run") == std::string::npos)
+        return std::string("expected flag barrier, self-check not run: ") + arfusion::toString(p.sync_mode) + "; " + p.reason;
+      return "";
+    }();
+    if (std::string v = agreeStep(ctx, local, 0); !v.empty()) return v;
+    return scenarioShape(ctx, ShapeCase{DType::kBFloat16, 17, 4096, 98});
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
 // The same over NCCL and two GPUs (rank 1 at fault): the outcome crosses the NCCL bootstrap.
 TEST(ThreadsNccl2, SelfCheckFailureOnOneRankMovesBothToFlagBarrier) {
   if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
@@ -374,6 +400,63 @@ TEST(ThreadsNccl2, SelfCheckFailureOnOneRankMovesBothToFlagBarrier) {
   ASSERT_TRUE(fault.ok) << arfusion::lastError();
   std::string skip;
   const std::string err = runThreadsNccl(2, testConfig(), selfCheckScenario(c, 95), &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+// ------------------------------------------------------------------ speed check
+// The creation-time speed check of the fused one-shot against the NCCL path (src/host/selfcheck.cpp),
+// which runs only where no measured Auto table applies, so not on the H200 pair unless forced
+// (testing::setSpeedCheckFault). Forced with kRun: every rank's Auto table must name the check, the
+// ranks must plan alike at every size, and Auto's calls must be right. With rank 1 reporting a
+// fused path 1000 us slower (kFusedSlow): Auto must take the NCCL path at every size on both
+// ranks, up to the largest size checked and above it.
+struct ScopedSpeedCheckFault {
+  explicit ScopedSpeedCheckFault(int rank, arfusion::testing::SpeedCheckFault f) {
+    ok = arfusion::testing::setSpeedCheckFault(rank, f) == Status::kSuccess;
+  }
+  ~ScopedSpeedCheckFault() { arfusion::testing::setSpeedCheckFault(-1, arfusion::testing::SpeedCheckFault::kNone); }
+  bool ok = false;
+};
+
+Scenario speedCheckScenario(bool fused_slow, uint64_t seed) {
+  return [fused_slow, seed](RankCtx& ctx) -> std::string {
+    const std::string local = [&]() -> std::string {
+      std::string plans;  // what this rank plans per size, for the agreement below
+      for (int64_t tokens : {1, 4, 16, 64, 65, 256}) {
+        arfusion::Plan p;
+        if (arfusion::plan(ctx.comm, arfusion::Shape{tokens, 4096, DType::kBFloat16, arfusion::Op::kAllReduceAddRMSNorm}, &p) !=
+            Status::kSuccess)
+          return std::string("plan: ") + arfusion::lastError();
+        if (std::string(p.reason).find("creation check") == std::string::npos)
+          return std::string("plan()'s reason does not name the speed check: ") + p.reason;
+        if (fused_slow && p.strategy != arfusion::Strategy::kNccl)
+          return "a fused path reported 1000 us slower, yet Auto planned " + std::string(arfusion::toString(p.strategy)) +
+                 " at " + std::to_string(tokens) + " x 4096: " + p.reason;
+        plans += std::string(arfusion::toString(p.strategy)) + " ";
+      }
+      if (ctx.rank == 0) std::printf("speed check: Auto plans %s(1, 4, 16, 64, 65, 256 x 4096 bf16)\n", plans.c_str());
+      return "";
+    }();
+    if (std::string v = agreeStep(ctx, local, 0); !v.empty()) return v;
+    return scenarioShape(ctx, ShapeCase{DType::kBFloat16, 17, 4096, seed});
+  };
+}
+
+TEST(ThreadsNccl2, SpeedCheckWhereForcedDecidesAlikeOnBothRanks) {
+  ScopedSpeedCheckFault fault(-1, arfusion::testing::SpeedCheckFault::kRun);
+  ASSERT_TRUE(fault.ok) << arfusion::lastError();
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), speedCheckScenario(false, 96), &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+TEST(ThreadsNccl2, SpeedCheckWithASlowFusedPathOnOneRankTakesNcclOnBoth) {
+  ScopedSpeedCheckFault fault(1, arfusion::testing::SpeedCheckFault::kFusedSlow);
+  ASSERT_TRUE(fault.ok) << arfusion::lastError();
+  std::string skip;
+  const std::string err = runThreadsNccl(2, testConfig(), speedCheckScenario(true, 97), &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   EXPECT_EQ(err, "");
 }

@@ -166,7 +166,13 @@ struct Config {
   // the same one (a rank without a file makes every rank use the built-in table).
   const char* tuning_file = nullptr;
 
-  // Run the one-time GridDependency self-check at creation (ARFUSION_SELF_CHECK=0 disables it).
+  // Run the creation-time checks (ARFUSION_SELF_CHECK=0 disables both; neither runs where the
+  // strategy is kNccl, since both run fused kernels): the GridDependency self-check, where the arch
+  // policy would use GridDependency (a wrong or slow result moves Auto to FlagBarrier), and, where
+  // no measured Auto table applies (every topology but 2 x SM90 over NVLink, unless a tuning file
+  // was loaded), the speed check: the fused one-shot and the NCCL path timed at 8-512 KiB, and
+  // Auto takes the one-shot only at the sizes where it was faster on this machine. Both take the
+  // max over ranks, so every rank decides alike; plan() reports the outcome.
   bool self_check = true;
 
   // Most blocks a fused kernel may use on each GPU (ARFUSION_MAX_BLOCKS); 0: the SM count. A fused

@@ -45,4 +45,18 @@ Status setEpochs(Communicator* comm, uint32_t value);
 enum class SelfCheckFault { kNone = 0, kWrongResult = 1, kSlow = 2 };
 Status setSelfCheckFault(int rank, SelfCheckFault fault);
 
+// Fault injection for the creation-time speed check of the fused one-shot against the NCCL path
+// (README, "Auto tables"), which runs only where no measured Auto table applies, i.e. not on the
+// H200 pair these tests run on. Applies to the communicators created after it in this process,
+// until changed, that have an NCCL communicator, fusion on, Config::self_check set and a strategy
+// other than kNccl. If any rank's setting is not kNone, every rank runs the check (the ranks
+// agree on it at creation, whatever the others set):
+//   kRun: the check as it is, also where a measured table applies (it then replaces that table);
+//   kFusedSlow: the same, and rank `rank` reports its fused times 1000 us slower than measured.
+// With kFusedSlow on any rank, every rank's Auto must take the NCCL path at every size, and plan()
+// must name the check. kNone clears it. kInvalidArgument for a rank outside -1..7 or an unknown
+// fault.
+enum class SpeedCheckFault { kNone = 0, kRun = 1, kFusedSlow = 2 };
+Status setSpeedCheckFault(int rank, SpeedCheckFault fault);
+
 }  // namespace arfusion::testing

@@ -15,6 +15,7 @@
 namespace arfusion {
 namespace detail {
 void setSelfCheckFault(int rank, testing::SelfCheckFault fault);  // selfcheck.cpp
+void setSpeedCheckFault(int rank, testing::SpeedCheckFault fault);  // selfcheck.cpp
 }  // namespace detail
 namespace {
 
@@ -307,6 +308,16 @@ Status setSelfCheckFault(int rank, SelfCheckFault fault) {
   if (fault != SelfCheckFault::kNone && fault != SelfCheckFault::kWrongResult && fault != SelfCheckFault::kSlow)
     return detail::fail(Status::kInvalidArgument, "setSelfCheckFault: unknown fault");
   detail::setSelfCheckFault(rank, fault);
+  return Status::kSuccess;
+}
+
+Status setSpeedCheckFault(int rank, SpeedCheckFault fault) {
+  detail::clearError();
+  if (rank < -1 || rank >= detail::kMaxRanks)
+    return detail::failf(Status::kInvalidArgument, "setSpeedCheckFault: rank %d outside -1..%d", rank, detail::kMaxRanks - 1);
+  if (fault != SpeedCheckFault::kNone && fault != SpeedCheckFault::kRun && fault != SpeedCheckFault::kFusedSlow)
+    return detail::fail(Status::kInvalidArgument, "setSpeedCheckFault: unknown fault");
+  detail::setSpeedCheckFault(rank, fault);
   return Status::kSuccess;
 }
 

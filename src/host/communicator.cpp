@@ -23,6 +23,8 @@ namespace arfusion {
 namespace detail {
 
 Status selfCheck(Communicator* comm);      // selfcheck.cpp
+Status speedCheck(Communicator* comm);     // selfcheck.cpp
+bool speedCheckForced(int rank);           // selfcheck.cpp (testing::setSpeedCheckFault)
 
 namespace {
 
@@ -32,6 +34,7 @@ struct PeerInfo {
   char why[160];     // if not, why
   uint64_t workspace_bytes;
   int32_t strategy, sync_mode, self_check;
+  int32_t speed_check_forced;  // testing::setSpeedCheckFault: run the speed check if any rank says so
   int32_t max_blocks;  // Config::max_blocks (0: no cap)
   uint64_t host_hash;
   uint64_t process_id;  // processId(): tells processes apart where pids repeat (containers)
@@ -182,6 +185,7 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   me.strategy = static_cast<int32_t>(cfg.strategy);
   me.sync_mode = static_cast<int32_t>(cfg.sync_mode);
   me.self_check = cfg.self_check ? 1 : 0;
+  me.speed_check_forced = speedCheckForced(c->rank) ? 1 : 0;
   me.max_blocks = cfg.max_blocks;
   me.host_hash = hostHash();
   me.pid = static_cast<int32_t>(getpid());
@@ -214,6 +218,9 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
                    r, (unsigned long long)p.workspace_bytes, p.strategy, p.sync_mode, p.self_check, c->rank,
                    (unsigned long long)me.workspace_bytes, me.strategy, me.sync_mode, me.self_check);
   }
+
+  const bool speed_check_forced =
+      std::any_of(peers.begin(), peers.end(), [](const PeerInfo& p) { return p.speed_check_forced != 0; });
 
   Topology& t = c->topo;
   t.world = c->world;
@@ -398,7 +405,18 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   if (cfg.sync_mode == SyncMode::kGridDependency && pol.default_sync != SyncMode::kGridDependency)
     logf(LogLevel::kWarn, c->rank, "GridDependency sync forced on an arch where it is not validated (%s)", pol.why);
   c->boot = std::move(boot);
-  if (t.fusion_ok && cfg.self_check && pol.default_sync == SyncMode::kGridDependency) ARF_TRY(selfCheck(c.get()));
+  // The creation-time checks run fused kernels, so none runs where the NCCL path is forced (a user
+  // may force it because fusion misbehaves on the machine); Auto then gets FlagBarrier, valid on
+  // every arch, should commSetStrategy turn it on later.
+  const bool checks = t.fusion_ok && cfg.self_check && cfg.strategy != Strategy::kNccl;
+  if (checks && pol.default_sync == SyncMode::kGridDependency) {
+    ARF_TRY(selfCheck(c.get()));
+  } else if (t.fusion_ok && cfg.self_check && pol.default_sync == SyncMode::kGridDependency) {
+    c->sync_auto = SyncMode::kFlagBarrier;
+    c->sync_auto_reason = std::string(pol.why) + "; self-check not run (NCCL path forced at creation): flag barrier";
+  }
+  // The speed check where the Auto table is a guess (selfcheck.cpp): needs the NCCL path to compare.
+  if (checks && t.has_nccl && (!c->table.measured || speed_check_forced)) ARF_TRY(speedCheck(c.get()));
 
   logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d (row clusters of 2/4: %d/%d), regions %zu B (Lamport %zu B), sync auto %s (%s), table %s",
        c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",

@@ -14,7 +14,7 @@ const EnvVar kEnvVars[] = {
     {"ARFUSION_WORKSPACE_MB", "peer workspace per rank in MiB (>= 1): overrides Config::workspace_bytes"},
     {"ARFUSION_TIMEOUT_S", "seconds a device wait may spin (> 0): overrides Config::timeout_seconds"},
     {"ARFUSION_TUNING_FILE", "path of a tuning file from tools/arfusion-tune: overrides Config::tuning_file"},
-    {"ARFUSION_SELF_CHECK", "0|1: overrides Config::self_check"},
+    {"ARFUSION_SELF_CHECK", "0|1: overrides Config::self_check (the creation-time self-check and speed check)"},
     {"ARFUSION_MAX_BLOCKS", "most blocks of a fused kernel (>= 0, 0 = SM count): overrides Config::max_blocks"},
     {"ARFUSION_LOG", "error|warn|info|debug: log level on stderr (default warn)"},
     {"ARFUSION_TWO_SHOT_SPLIT", "0|1 (default 1): 0 runs the two-shot's steps 3-5 on the whole block, unsplit (same results, slower; for compute-sanitizer racecheck)"},

@@ -72,11 +72,14 @@ AutoTable builtinTable(const Topology& t) {
     table.rules = {{512 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kTwoShot}};
     table.twoshot_min_tokens = 133;
     table.source = "built-in " + topoKey(t) + " (measured)";
+    table.measured = true;
     return table;
   }
   // SM90 at 3..8 ranks, SM100, SM120, PCIe peers, mixed arches: never measured here. Fused one-shot only for small
-  // decode messages, where any peer-memory path beats NCCL's launch and protocol latency; the NCCL
-  // path above. A tuning file from tools/arfusion-tune replaces this on the user's machine.
+  // decode messages, where a peer-memory path should beat NCCL's launch and protocol latency; the
+  // NCCL path above. Creation replaces this with the speed check's table (speedCheckTable: the
+  // one-shot only where it was measured faster on this machine), unless Config::self_check is off
+  // or the NCCL path is forced; a tuning file from tools/arfusion-tune replaces it too.
   table.rules = {{256 * kKiB, Strategy::kOneShot}, {kAll, Strategy::kNccl}};
   table.source = "built-in " + topoKey(t) + " (conservative default, not measured)";
   return table;
@@ -103,6 +106,7 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
   std::sort(sizes.begin(), sizes.end(), [](const SizeTiming& a, const SizeTiming& b) { return a.bytes < b.bytes; });
   AutoTable t;
   t.source = source;
+  t.measured = true;
   auto push = [&](int64_t max_bytes, Strategy s) {
     if (!t.rules.empty() && t.rules.back().strategy == s) t.rules.back().max_bytes = max_bytes;
     else t.rules.push_back({max_bytes, s});
@@ -126,6 +130,18 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
   }
   push(kAll, Strategy::kNccl);
   return t;
+}
+
+AutoTable speedCheckTable(const Topology& t, const std::vector<SizeTiming>& sizes) {
+  std::string source = "creation check " + topoKey(t) + ", us one-shot/NCCL:";
+  for (const SizeTiming& m : sizes) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %" PRId64 "K %.1f/%.1f", m.bytes / kKiB, m.us_oneshot, m.us_nccl);
+    source += buf;
+  }
+  std::vector<SizeTiming> one_shot_only = sizes;
+  for (SizeTiming& m : one_shot_only) m.us_twoshot = std::nan("");
+  return tableFromMeasurements(one_shot_only, 0.03, source);
 }
 
 int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
@@ -233,6 +249,7 @@ Status parseTuning(const std::string& text, const std::string& source, const Top
   if (table.rules.empty() || table.rules.back().max_bytes != kAll)
     return failf(Status::kInvalidArgument, "tuning file %s: the last rule must be 'rule max ...'", source.c_str());
   table.source = source;
+  table.measured = true;
   *out = std::move(table);
   return Status::kSuccess;
 }
@@ -434,12 +451,13 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     if (p.row_blocks > 1) rule += "; " + std::to_string(p.row_blocks) + " blocks per row (a cluster)";
   }
   // The reason must keep its tail (the sync mode and the self-check's outcome) in Plan::reason's
-  // 256 bytes: a long tuning-file path is what can overflow it, so that path is shortened to its
-  // last characters first, and only then is the whole cut (ending in "...").
-  if (rule.size() >= sizeof p.reason && in.table && in.table->source.size() > 48) {
+  // 256 bytes: a long table source (a tuning file's path, the speed check's timings) is what can
+  // overflow it, so that source is shortened to its first and last characters first, and only
+  // then is the whole cut (ending in "...").
+  if (rule.size() >= sizeof p.reason && in.table && in.table->source.size() > 72) {
     const std::string& src = in.table->source;
     const size_t at = rule.find(src);
-    if (at != std::string::npos) rule.replace(at, src.size(), "..." + src.substr(src.size() - 45));
+    if (at != std::string::npos) rule.replace(at, src.size(), src.substr(0, 24) + "..." + src.substr(src.size() - 45));
   }
   if (rule.size() >= sizeof p.reason) rule = rule.substr(0, sizeof p.reason - 4) + "...";
   setReason(rule);

@@ -46,6 +46,9 @@ struct AutoTable {
   // the plan's 2 x world). The two-shot runs at most tokens / world blocks, so with few rows it
   // leaves SMs and the link idle whatever the row width (plan.cpp has the measurements).
   int64_t twoshot_min_tokens = 0;
+  // Measured on this topology (the built-in table of the measured pair, a tuning file, the
+  // creation-time speed check): creation runs the speed check only where this is false.
+  bool measured = false;
 };
 
 // The built-in table for this topology: measured for SM90 over NVLink at 2 ranks, conservative
@@ -72,6 +75,12 @@ struct SizeTiming {
 // between two measurements go to the rule of the larger one, and everything above the largest
 // measured size takes the NCCL path. Adjacent rules with the same strategy are merged.
 AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, const std::string& source);
+// The table of the creation-time speed check (selfcheck.cpp): `sizes` holds the fused one-shot
+// (us_oneshot) and the NCCL path (us_nccl) per size, max over ranks, NaN where the one-shot could
+// not run; the one-shot takes a size only if it beat the NCCL path there by more than 3%, every
+// size above the largest checked takes the NCCL path (tableFromMeasurements). The source names
+// the check and its timings.
+AutoTable speedCheckTable(const Topology& topo, const std::vector<SizeTiming>& sizes);
 // The token count from which the two-shot should be taken (AutoTable::twoshot_min_tokens): of the
 // sizes with tokens and both fused timings, the threshold T whose pick (two-shot at tokens >= T,
 // one-shot below) adds the least time over the faster fused strategy, summed as ratios; the

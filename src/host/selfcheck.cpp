@@ -1,6 +1,8 @@
-// The creation-time self-check of the GridDependency (PDL) sync mode.
+// The creation-time checks: the self-check of the GridDependency (PDL) sync mode, and the speed
+// check of the fused one-shot against the NCCL path.
 //
-// Runs only where the arch policy would use GridDependency. Every rank runs the same sequence:
+// Self-check. Runs only where the arch policy would use GridDependency. Every rank runs the same
+// sequence:
 //   correctness: 4 rounds of [slow producer kernel rewrites the input; fused one-shot with PDL] and
 //     the same with FlagBarrier; the two outputs must agree bit for bit. A PDL path that lets the
 //     kernel read its input before the producer finished reads the previous round's input.
@@ -11,8 +13,19 @@
 // decision. On failure the communicator uses FlagBarrier for Auto, logs a warning and plan() says why.
 // No H200 fails the check, so testing::setSelfCheckFault makes one rank report a failure, to test
 // that decision and its agreement across ranks (tests/test_gpu.cpp, SelfCheck.*).
+//
+// Speed check. Runs where no measured Auto table applies (plan.cpp: every topology but the
+// measured H200 pair, unless a tuning file was loaded): the built-in table there is a guess, and
+// a fused path slower than NCCL on the user's machine is the failure this library exists to
+// prevent. Every rank times the fused one-shot (Auto's sync mode, after the self-check) and the
+// NCCL path at 8, 32, 128 and 512 KiB (bf16 rows of 4096, allreduce + add + RMSNorm, 16 calls per
+// CUDA graph, best of 3 replays); the max over ranks of each time decides, identically on every
+// rank, where Auto takes the one-shot (plan.cpp, speedCheckTable: only where it beat the NCCL path
+// by more than 3%; the NCCL path above 512 KiB). testing::setSpeedCheckFault runs it where it
+// would not run and makes one rank report a slow fused path.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -51,6 +64,58 @@ struct DeviceBuffers {
   }
 };
 
+// A stream, two events and the graph being timed, released on every path. time() captures `calls`
+// back-to-back calls of `plan` into a CUDA graph and replays it 4 times: the best of the last 3,
+// in us per call. Every rank must time the same plans in the same order (fused calls wait on
+// their peers, NCCL calls pair with theirs).
+struct GraphTimer {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~GraphTimer() {
+    release();
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  Status init() {
+    ARF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    ARF_CUDA(cudaEventCreate(&e0));
+    ARF_CUDA(cudaEventCreate(&e1));
+    return Status::kSuccess;
+  }
+  void release() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    exec = nullptr;
+    graph = nullptr;
+  }
+  Status time(Communicator* c, const RowArgs& args, const Plan& plan, int calls, float* us) {
+    ARF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    Status st = Status::kSuccess;
+    for (int i = 0; i < calls && st == Status::kSuccess; ++i)
+      st = c->runPlanned(args, DType::kBFloat16, true, plan, stream);
+    const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    ARF_TRY(st);
+    ARF_CUDA(end);
+    ARF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    float best = 1e30f;
+    for (int rep = 0; rep < 4; ++rep) {
+      ARF_CUDA(cudaEventRecord(e0, stream));
+      ARF_CUDA(cudaGraphLaunch(exec, stream));
+      ARF_CUDA(cudaEventRecord(e1, stream));
+      ARF_CUDA(cudaEventSynchronize(e1));
+      float ms = 0;
+      ARF_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+      if (rep > 0 && ms < best) best = ms;
+    }
+    release();
+    *us = best * 1000.f / calls;
+    return Status::kSuccess;
+  }
+};
+
 }  // namespace
 
 namespace {
@@ -75,24 +140,9 @@ Status runLocal(Communicator* c, Outcome* mine) {
   DeviceBuffers buf;
   void *input, *residual, *gamma, *res_a, *norm_a, *res_b, *norm_b;
   for (void** p : {&input, &residual, &gamma, &res_a, &norm_a, &res_b, &norm_b}) ARF_TRY(buf.alloc(p, bytes));
-  // Every CUDA object of the check is released on every path.
-  struct Resources {
-    cudaStream_t stream = nullptr;
-    cudaEvent_t e0 = nullptr, e1 = nullptr;
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    ~Resources() {
-      if (exec) cudaGraphExecDestroy(exec);
-      if (graph) cudaGraphDestroy(graph);
-      if (e0) cudaEventDestroy(e0);
-      if (e1) cudaEventDestroy(e1);
-      if (stream) cudaStreamDestroy(stream);
-    }
-  } res;
-  ARF_CUDA(cudaStreamCreateWithFlags(&res.stream, cudaStreamNonBlocking));
-  ARF_CUDA(cudaEventCreate(&res.e0));
-  ARF_CUDA(cudaEventCreate(&res.e1));
-  const cudaStream_t stream = res.stream;
+  GraphTimer timer;
+  ARF_TRY(timer.init());
+  const cudaStream_t stream = timer.stream;
   ARF_CUDA(launchDelayedFill(residual, tokens * hidden, c->rank + 100, 1, 0, stream));
   ARF_CUDA(launchDelayedFill(gamma, hidden, 7, 2, 0, stream));
 
@@ -123,29 +173,7 @@ Status runLocal(Communicator* c, Outcome* mine) {
   // Speed: graphs of 32 calls per mode.
   for (int mode = 0; mode < 2; ++mode) {
     plan.sync_mode = mode == 0 ? SyncMode::kGridDependency : SyncMode::kFlagBarrier;
-    ARF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    Status st = Status::kSuccess;
-    for (int i = 0; i < 32 && st == Status::kSuccess; ++i)
-      st = c->runPlanned(args(res_a, norm_a), DType::kBFloat16, true, plan, stream);
-    const cudaError_t end = cudaStreamEndCapture(stream, &res.graph);
-    ARF_TRY(st);
-    ARF_CUDA(end);
-    ARF_CUDA(cudaGraphInstantiate(&res.exec, res.graph, 0));
-    float best = 1e30f;
-    for (int rep = 0; rep < 4; ++rep) {
-      ARF_CUDA(cudaEventRecord(res.e0, stream));
-      ARF_CUDA(cudaGraphLaunch(res.exec, stream));
-      ARF_CUDA(cudaEventRecord(res.e1, stream));
-      ARF_CUDA(cudaEventSynchronize(res.e1));
-      float ms = 0;
-      ARF_CUDA(cudaEventElapsedTime(&ms, res.e0, res.e1));
-      if (rep > 0 && ms < best) best = ms;
-    }
-    cudaGraphExecDestroy(res.exec);
-    cudaGraphDestroy(res.graph);
-    res.exec = nullptr;
-    res.graph = nullptr;
-    (mode == 0 ? mine->us_griddep : mine->us_flag) = best * 1000.f / 32;
+    ARF_TRY(timer.time(c, args(res_a, norm_a), plan, 32, mode == 0 ? &mine->us_griddep : &mine->us_flag));
   }
   if (g_fault[c->rank].load() == int(testing::SelfCheckFault::kSlow)) mine->us_griddep += 1000.f;  // test-only
   return c->checkHealth();
@@ -196,6 +224,101 @@ Status selfCheck(Communicator* c) {
     std::snprintf(buf2, sizeof buf2, "; self-check passed (griddep %.2f us, flag %.2f us per call)", gd, fl);
     c->sync_auto_reason += buf2;
   }
+  return Status::kSuccess;
+}
+
+// ---------------------------------------------------------------- speed check
+
+namespace {
+
+// testing::setSpeedCheckFault, per rank of the communicators created next in this process.
+std::atomic<int> g_speed_fault[kMaxRanks];
+
+// bf16 rows of 4096: 8, 32, 128 and 512 KiB.
+constexpr int64_t kSpeedHidden = 4096;
+constexpr int64_t kSpeedTokens[] = {1, 4, 16, 64};
+constexpr int kSpeedSizes = sizeof kSpeedTokens / sizeof kSpeedTokens[0];
+
+struct SpeedOutcome {
+  int32_t failed;
+  char why[160];
+  float us_fused[kSpeedSizes];  // NaN: the one-shot cannot run this size (the same on every rank)
+  float us_nccl[kSpeedSizes];
+};
+
+Status runSpeedLocal(Communicator* c, SpeedOutcome* mine) {
+  const int64_t most = kSpeedTokens[kSpeedSizes - 1] * kSpeedHidden;
+  DeviceBuffers buf;
+  void *input, *residual, *gamma, *res_out, *norm_out;
+  for (void** p : {&input, &residual, &gamma, &res_out, &norm_out}) ARF_TRY(buf.alloc(p, most * 2));
+  GraphTimer timer;
+  ARF_TRY(timer.init());
+  ARF_CUDA(launchDelayedFill(input, most, c->rank, 3, 0, timer.stream));
+  ARF_CUDA(launchDelayedFill(residual, most, c->rank + 100, 4, 0, timer.stream));
+  ARF_CUDA(launchDelayedFill(gamma, kSpeedHidden, 7, 5, 0, timer.stream));
+  // The one-shot as Auto would launch it (sync mode after the self-check, grid, row clusters).
+  PlanInputs in = c->planInputs();
+  in.strategy = Strategy::kOneShot;
+  in.sync = SyncMode::kAuto;
+  Plan nccl;
+  nccl.strategy = Strategy::kNccl;
+  for (int i = 0; i < kSpeedSizes; ++i) {
+    const int64_t tokens = kSpeedTokens[i];
+    const RowArgs args = makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual, res_out, gamma, norm_out, tokens,
+                                     kSpeedHidden, 1e-6f);
+    Plan fused;
+    if (makePlan(in, Shape{tokens, kSpeedHidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm}, &fused) == Status::kSuccess) {
+      ARF_TRY(timer.time(c, args, fused, 16, &mine->us_fused[i]));
+      if (g_speed_fault[c->rank].load() == int(testing::SpeedCheckFault::kFusedSlow)) mine->us_fused[i] += 1000.f;  // test-only
+    } else {
+      clearError();  // a row that does not fit the workspace: a function of the agreed topology
+      mine->us_fused[i] = std::nanf("");
+    }
+    ARF_TRY(timer.time(c, args, nccl, 16, &mine->us_nccl[i]));
+  }
+  return c->checkHealth();
+}
+
+}  // namespace
+
+void setSpeedCheckFault(int rank, testing::SpeedCheckFault fault) {
+  if (rank < 0) {
+    for (auto& f : g_speed_fault) f.store(int(fault));
+  } else {
+    g_speed_fault[rank].store(int(fault));
+  }
+}
+
+bool speedCheckForced(int rank) { return g_speed_fault[rank].load() != int(testing::SpeedCheckFault::kNone); }
+
+Status speedCheck(Communicator* c) {
+  SpeedOutcome mine{};
+  // As in selfCheck: every rank reaches the exchange, so a local failure fails every rank alike.
+  const Status local = runSpeedLocal(c, &mine);
+  if (local != Status::kSuccess) {
+    mine.failed = 1;
+    std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
+  }
+  std::vector<SpeedOutcome> all(c->world);
+  ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(SpeedOutcome)));
+  for (int r = 0; r < c->world; ++r)
+    if (all[r].failed) return failf(Status::kInternalError, "speed check failed on rank %d: %s", r, all[r].why);
+  std::vector<SizeTiming> sizes(kSpeedSizes);
+  for (int i = 0; i < kSpeedSizes; ++i) {
+    SizeTiming& m = sizes[i];
+    m.tokens = kSpeedTokens[i];
+    m.bytes = m.tokens * kSpeedHidden * 2;
+    m.us_oneshot = m.us_nccl = 0;
+    for (const SpeedOutcome& o : all) {  // the slowest rank; NaN anywhere stays NaN
+      m.us_oneshot = std::isnan(o.us_fused[i]) || std::isnan(m.us_oneshot) ? std::nan("") : std::max<double>(m.us_oneshot, o.us_fused[i]);
+      m.us_nccl = std::max<double>(m.us_nccl, o.us_nccl[i]);
+    }
+  }
+  c->table = speedCheckTable(c->topo, sizes);
+  const bool fused_anywhere = std::any_of(c->table.rules.begin(), c->table.rules.end(),
+                                          [](const Rule& r) { return r.strategy != Strategy::kNccl; });
+  logf(fused_anywhere ? LogLevel::kInfo : LogLevel::kWarn, c->rank, "%s%s", c->table.source.c_str(),
+       fused_anywhere ? "" : ": the fused one-shot was not faster than the NCCL path at any size checked; Auto takes the NCCL path");
   return Status::kSuccess;
 }
 
