@@ -278,6 +278,10 @@ struct RowEpilogue {
   // at 1 x 4096 (H200 pair, session 18). Each block's wait ends once the cluster's blocks reached
   // their norm, which they do within their bounded waits; after it no block writes into this
   // block's shared memory, so it may leave. One row per launch: the mbarrier's phase 0 only.
+  // The cluster barrier and the mbarrier wait below have no timeout of their own: they rely on
+  // every block of the cluster reaching its norm, i.e. on cluster kernels taking one unit and
+  // never leaving early (oneshot.cu refuses a cluster plan with several units; a give-up runs on
+  // through the epilogue). An early return before this point would need a bounded wait here.
   __device__ __forceinline__ static float clusterScale(const RowArgs& a, Shared& sh, float ss) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const float w = __shfl_sync(0xffffffffu, WarpReduce(sh.warp[warp]).Sum(ss), 0);

@@ -16,11 +16,15 @@
 //        until it is written with epoch e or e+1, then issues a system-scope acquire fence and
 //        __syncthreads(); payload reads come after the fence. Payload is read with ld.global.cg (L2 only), never
 //        through the non-coherent L1.
-//   Buffer reuse ("data ready" vs "buffer free"): a peer's flag e is written after the peer finished
-//   every read of epoch e-1 (block b's steps run in order). With two slots, epoch e+1 overwrites the
-//   slot of epoch e-1, and a rank starts writing e+1 only after it saw every peer's flag e. So a
-//   ready flag of epoch e is also the free signal of slot (e+1) % 2; no separate flag is needed,
-//   and no block can run more than one epoch ahead of a peer: a flag that is current holds e or e+1.
+//   Buffer reuse ("data ready" vs "buffer free"): in the one-shot, a peer's flag e is written after
+//   the peer finished every read of epoch e-1 (block b's steps run in order). With two slots, epoch
+//   e+1 overwrites the slot of epoch e-1, and a rank starts writing e+1 only after it saw every
+//   peer's flag e. So a ready flag of epoch e is also the free signal of slot (e+1) % 2; no
+//   separate flag is needed, and no block can run more than one epoch ahead of a peer: a flag that
+//   is current holds e or e+1. The two-shot's phase-0 flag of e is sent before the peer's last
+//   reads of e-1 (its all-gather part), so it frees the slot part by part (twoshot.cu, "Slot
+//   reuse"), and its last unit's wait for phase 1 is what frees the all-gather part for the next
+//   call (whose one-shot rows may overlap it): that wait must stay.
 //   Only those two values pass, not any epoch "at or after" e: a flag can be stale by any number of
 //   epochs, because the Lamport kernels advance epochs[b] without writing flags and the one-shot
 //   never writes phase 1. With an "at or after" test in wrapping 32-bit arithmetic, a flag left
