@@ -17,7 +17,7 @@
 // Speed check. Runs where no measured Auto table applies (plan.cpp: every topology but the
 // measured H200 pair, unless a tuning file was loaded): the built-in table there is a guess, and
 // a fused path slower than NCCL on the user's machine is the failure this library exists to
-// prevent. Every rank times the fused one-shot (Auto's sync mode, after the self-check) and the
+// prevent. Every rank times the fused one-shot (the sync mode calls would take) and the
 // NCCL path at 8, 32, 128 and 512 KiB (bf16 rows of 4096, allreduce + add + RMSNorm, 16 calls per
 // CUDA graph, best of 3 replays); the max over ranks of each time decides, identically on every
 // rank, where Auto takes the one-shot (plan.cpp, speedCheckTable: only where it beat the NCCL path
@@ -256,10 +256,10 @@ Status runSpeedLocal(Communicator* c, SpeedOutcome* mine) {
   ARF_CUDA(launchDelayedFill(input, most, c->rank, 3, 0, timer.stream));
   ARF_CUDA(launchDelayedFill(residual, most, c->rank + 100, 4, 0, timer.stream));
   ARF_CUDA(launchDelayedFill(gamma, kSpeedHidden, 7, 5, 0, timer.stream));
-  // The one-shot as Auto would launch it (sync mode after the self-check, grid, row clusters).
+  // The one-shot as a call would launch it (the configured sync mode, or Auto's after the
+  // self-check; grid, row clusters).
   PlanInputs in = c->planInputs();
   in.strategy = Strategy::kOneShot;
-  in.sync = SyncMode::kAuto;
   Plan nccl;
   nccl.strategy = Strategy::kNccl;
   for (int i = 0; i < kSpeedSizes; ++i) {
