@@ -1,6 +1,6 @@
 // arfusion-doctor: what arfusion sees on this machine and what it will do. GPUs and arches, the
 // peer-access matrix and link type, NCCL version, the multicast setting, then (2+ GPUs) a
-// communicator over all GPUs: the self-check outcome, the sync mode and Auto table in force, and the
+// communicator over all GPUs: the self-check and speed-check outcomes, the sync mode and Auto table in force, and the
 // plan for typical decode and prefill shapes. Warnings a user must act on are marked "WARN".
 // Exit status: 0 healthy, 1 no GPU or a failure, 3 healthy but with warnings.
 #include <nccl.h>
@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
     std::printf("  %-20s %5lld x %-5lld -> %-8s grid %3d  %s\n", s.what, (long long)s.tokens, (long long)s.hidden,
                 arfusion::toString(p.strategy), p.blocks, p.reason);
     if (std::strstr(p.reason, "self-check: GridDependency")) warn(std::string("the PDL self-check failed: ") + p.reason);
+    if (s.tokens == 1 && p.strategy == arfusion::Strategy::kNccl && std::strstr(p.reason, "creation check"))
+      warn(std::string("the speed check found the fused one-shot slower than the NCCL path even for one token: ") + p.reason);
   }
   return warnings ? 3 : 0;
 }
