@@ -778,29 +778,51 @@ TEST(Plan, SpeedCheckTableTakesTheOneShotOnlyWhereItWasFaster) {
     in.table = &table;
     Plan p;
     EXPECT_EQ(makePlan(in, Shape{tokens, 4096}, &p), Status::kSuccess) << lastError();
-    EXPECT_NE(std::string(p.reason).find("creation check"), std::string::npos) << p.reason;
+    EXPECT_NE(std::string(p.reason).find("speed check"), std::string::npos) << p.reason;
     return p.strategy;
   };
   // Faster everywhere: the one-shot up to 512 KiB, the NCCL path above.
-  AutoTable a = speedCheckTable(t, sizes({{5, 20}, {6, 22}, {9, 25}, {20, 40}}));
+  AutoTable a = speedCheckTable(sizes({{5, 20}, {6, 22}, {9, 25}, {20, 40}}));
   EXPECT_TRUE(a.measured);
-  EXPECT_NE(a.source.find("creation check sm120/pcie/8 ranks"), std::string::npos) << a.source;
-  EXPECT_NE(a.source.find("512K 20.0/40.0"), std::string::npos) << a.source;
+  EXPECT_EQ(a.source, "speed check at creation");
+  ASSERT_EQ(a.checked.size(), 4u);
   EXPECT_EQ(strategyAt(a, 1), Strategy::kOneShot);
   EXPECT_EQ(strategyAt(a, 64), Strategy::kOneShot);
   EXPECT_EQ(strategyAt(a, 65), Strategy::kNccl);
   EXPECT_EQ(strategyAt(a, 4096), Strategy::kNccl);
   // Slower from 128 KiB, and within the 3% margin at 32 KiB: the one-shot at 8 KiB only.
-  AutoTable b = speedCheckTable(t, sizes({{5, 20}, {21.8, 22}, {30, 25}, {60, 40}}));
+  AutoTable b = speedCheckTable(sizes({{5, 20}, {21.8, 22}, {30, 25}, {60, 40}}));
   EXPECT_EQ(strategyAt(b, 1), Strategy::kOneShot);
   EXPECT_EQ(strategyAt(b, 2), Strategy::kNccl);
   EXPECT_EQ(strategyAt(b, 16), Strategy::kNccl);
   EXPECT_EQ(strategyAt(b, 64), Strategy::kNccl);
   // Slower everywhere (the SM120 incident's shape of failure), or unable to run: the NCCL path.
-  AutoTable c = speedCheckTable(t, sizes({{50, 20}, {60, 22}, {std::nan(""), 25}, {200, 40}}));
+  AutoTable c = speedCheckTable(sizes({{50, 20}, {60, 22}, {std::nan(""), 25}, {200, 40}}));
   ASSERT_EQ(c.rules.size(), 1u);
   EXPECT_EQ(c.rules[0].strategy, Strategy::kNccl);
   EXPECT_EQ(strategyAt(c, 1), Strategy::kNccl);
+  // Its reason keeps every timing and the self-check's outcome within Plan::reason, also with
+  // three-digit timings and the longest arch policy text.
+  t.cc_major = 10;
+  PlanInputs in;
+  in.topo = t;
+  in.sync_auto = SyncMode::kGridDependency;
+  in.sync_auto_reason = std::string(archPolicy(10, 0).why) + "; self-check passed (griddep 123.45 us, flag 234.56 us per call)";
+  AutoTable d = speedCheckTable(sizes({{105.5, 120.5}, {110.5, 130.5}, {150.5, 160.5}, {300.5, 400.5}}));
+  in.table = &d;
+  Plan p;
+  ASSERT_EQ(makePlan(in, Shape{1, 4096}, &p), Status::kSuccess) << lastError();
+  std::string reason = p.reason;
+  for (const char* part : {"speed check", "(8 KiB: one-shot 105.5 us, NCCL 120.5 us)", "self-check passed (griddep 123.45 us, flag 234.56 us per call)"})
+    EXPECT_NE(reason.find(part), std::string::npos) << part << " missing: " << reason;
+  // Each size quotes the timing that decided it; above the largest size checked, the NCCL path.
+  ASSERT_EQ(makePlan(in, Shape{40, 4096}, &p), Status::kSuccess) << lastError();
+  reason = p.reason;
+  EXPECT_NE(reason.find("(512 KiB: one-shot 300.5 us, NCCL 400.5 us)"), std::string::npos) << reason;
+  ASSERT_EQ(makePlan(in, Shape{65, 4096}, &p), Status::kSuccess) << lastError();
+  reason = p.reason;
+  EXPECT_EQ(p.strategy, Strategy::kNccl);
+  EXPECT_NE(reason.find("(above the 512 KiB checked)"), std::string::npos) << reason;
 }
 
 // ---------------------------------------------------------------- tuning files

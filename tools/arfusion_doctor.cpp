@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
                 p.totalGlobalMem / 1073741824.0, bus);
     if (major0 < 0) major0 = p.major, minor0 = p.minor;
     else if (p.major != major0 || p.minor != minor0) warn("mixed GPU architectures: arfusion takes the NCCL path");
-    if (p.major == 12) std::printf("      SM12x: flag-barrier sync and a conservative Auto table (not measured on this arch)\n");
+    if (p.major == 12) std::printf("      SM12x: flag-barrier sync; Auto's one-shot sizes come from the speed check at creation (not measured here)\n");
   }
   if (n > 1) {
     std::printf("peer access (link):\n     ");
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     std::printf("  %-20s %5lld x %-5lld -> %-8s grid %3d  %s\n", s.what, (long long)s.tokens, (long long)s.hidden,
                 arfusion::toString(p.strategy), p.blocks, p.reason);
     if (std::strstr(p.reason, "self-check: GridDependency")) warn(std::string("the PDL self-check failed: ") + p.reason);
-    if (s.tokens == 1 && p.strategy == arfusion::Strategy::kNccl && std::strstr(p.reason, "creation check"))
+    if (s.tokens == 1 && p.strategy == arfusion::Strategy::kNccl && std::strstr(p.reason, "speed check"))
       warn(std::string("the speed check found the fused one-shot slower than the NCCL path even for one token: ") + p.reason);
   }
   return warnings ? 3 : 0;

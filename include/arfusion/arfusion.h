@@ -172,7 +172,8 @@ struct Config {
   // no measured Auto table applies (every topology but 2 x SM90 over NVLink, unless a tuning file
   // was loaded), the speed check: the fused one-shot and the NCCL path timed at 8-512 KiB, and
   // Auto takes the one-shot only at the sizes where it was faster on this machine. Both take the
-  // max over ranks, so every rank decides alike; plan() reports the outcome.
+  // max over ranks, so every rank decides alike; plan() reports the outcome. A fused path that
+  // hangs here fails commCreate on every rank after one timeout_seconds.
   bool self_check = true;
 
   // Most blocks a fused kernel may use on each GPU (ARFUSION_MAX_BLOCKS); 0: the SM count. A fused

@@ -23,7 +23,7 @@ ArchPolicy archPolicy(int major, int minor) {
     return {SyncMode::kGridDependency, true, "SM90: grid-dependency sync validated on H200"};
   if (major == 10)
     return {SyncMode::kGridDependency, false,
-            "SM100: grid-dependency sync (peer-validated; guarded by the self-check, not measured here)"};
+            "SM100: grid-dependency sync (peer-validated, not measured here)"};
   if (major == 12)
     return {SyncMode::kFlagBarrier, false,
             "SM12x: flag barrier (PDL not validated on workstation Blackwell; see README)"};

@@ -26,6 +26,12 @@ const char* toString(LinkType l) {
   return "unknown";
 }
 
+std::string topoKey(const Topology& t) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "sm%d%d/%s/%d ranks", t.cc_major, t.cc_minor, toString(t.link), t.world);
+  return buf;
+}
+
 namespace {
 constexpr int64_t kKiB = 1024, kMiB = 1024 * 1024;
 constexpr int64_t kAll = INT64_MAX;
@@ -34,12 +40,6 @@ constexpr int64_t kOneShotStepBytes = 128 * kKiB;
 // Most bytes of a two-shot step per peer and phase (R rows) for rows of at most 16 KB (fusedGeometry).
 constexpr int64_t kTwoShotStepBytes = 128 * kKiB;
 constexpr int64_t kTwoShotSplitRowBytes = 16 * kKiB;
-
-std::string topoKey(const Topology& t) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "sm%d%d/%s/%d ranks", t.cc_major, t.cc_minor, toString(t.link), t.world);
-  return buf;
-}
 
 // The topology the built-in table and the one-shot's rows over clusters were measured on.
 bool measuredPair(const Topology& t) {
@@ -132,16 +132,13 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
   return t;
 }
 
-AutoTable speedCheckTable(const Topology& t, const std::vector<SizeTiming>& sizes) {
-  std::string source = "creation check " + topoKey(t) + ", us one-shot/NCCL:";
-  for (const SizeTiming& m : sizes) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, " %" PRId64 "K %.1f/%.1f", m.bytes / kKiB, m.us_oneshot, m.us_nccl);
-    source += buf;
-  }
+AutoTable speedCheckTable(const std::vector<SizeTiming>& sizes) {
   std::vector<SizeTiming> one_shot_only = sizes;
   for (SizeTiming& m : one_shot_only) m.us_twoshot = std::nan("");
-  return tableFromMeasurements(one_shot_only, 0.03, source);
+  AutoTable table = tableFromMeasurements(one_shot_only, 0.03, "speed check at creation");
+  table.checked = std::move(one_shot_only);
+  std::sort(table.checked.begin(), table.checked.end(), [](const SizeTiming& a, const SizeTiming& b) { return a.bytes < b.bytes; });
+  return table;
 }
 
 int64_t twoShotTokenFloor(const std::vector<SizeTiming>& sizes) {
@@ -404,6 +401,15 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
       if (bytes <= r.max_bytes) { s = r.strategy; break; }
     }
     rule = "auto: " + std::to_string(bytes) + " bytes -> " + toString(s) + " by " + table->source;
+    if (!table->checked.empty()) {  // the speed check's timing that decided this size
+      const auto m = std::find_if(table->checked.begin(), table->checked.end(), [&](const SizeTiming& x) { return x.bytes >= bytes; });
+      char buf[96];
+      if (m == table->checked.end())
+        std::snprintf(buf, sizeof buf, " (above the %" PRId64 " KiB checked)", table->checked.back().bytes / kKiB);
+      else
+        std::snprintf(buf, sizeof buf, " (%" PRId64 " KiB: one-shot %.1f us, NCCL %.1f us)", m->bytes / kKiB, m->us_oneshot, m->us_nccl);
+      rule += buf;
+    }
     // Never a two-shot with fewer than two rows per rank (it only adds a round trip), nor below
     // the table's token floor where the one-shot can hold the row.
     int b = 0, r = 0;

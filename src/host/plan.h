@@ -33,6 +33,16 @@ struct Topology {
   // of such clusters may take (0: none; other entries unused).
   int row_clusters[kMaxRowBlocks + 1] = {};
 };
+// "sm90/nvlink/2 ranks": a topology's key in table sources and logs.
+std::string topoKey(const Topology& topo);
+
+// One measured message size (tools/arfusion-tune, the speed check): us per call of each strategy (max over
+// ranks), NaN where a strategy could not run.
+struct SizeTiming {
+  int64_t bytes = 0;
+  double us_oneshot = 0, us_twoshot = 0, us_nccl = 0;
+  int64_t tokens = 0;  // rows of the measured message (0: unknown)
+};
 
 // Auto rules: the first rule whose max_bytes >= the message size (tokens*hidden*elem) applies.
 struct Rule {
@@ -49,6 +59,9 @@ struct AutoTable {
   // Measured on this topology (the built-in table of the measured pair, a tuning file, the
   // creation-time speed check): creation runs the speed check only where this is false.
   bool measured = false;
+  // The speed check's timings (max over ranks), ascending: plan() quotes the one that decided a
+  // size in Plan::reason. Empty for every other table.
+  std::vector<SizeTiming> checked;
 };
 
 // The built-in table for this topology: measured for SM90 over NVLink at 2 ranks, conservative
@@ -63,13 +76,6 @@ Status parseTuning(const std::string& text, const std::string& source, const Top
                    AutoTable* out);
 std::string formatTuning(const Topology& topo, const AutoTable& table);
 
-// One measured message size for tools/arfusion-tune: us per call of each strategy (max over
-// ranks), NaN where a strategy could not run.
-struct SizeTiming {
-  int64_t bytes = 0;
-  double us_oneshot = 0, us_twoshot = 0, us_nccl = 0;
-  int64_t tokens = 0;  // rows of the measured message (0: unknown)
-};
 // Turns measurements into rules. A fused strategy is chosen for a size only if it beats the NCCL
 // path by more than `margin` (0.03: 3%); each rule ends at the last measured size it won, sizes
 // between two measurements go to the rule of the larger one, and everything above the largest
@@ -79,8 +85,8 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
 // (us_oneshot) and the NCCL path (us_nccl) per size, max over ranks, NaN where the one-shot could
 // not run; the one-shot takes a size only if it beat the NCCL path there by more than 3%, every
 // size above the largest checked takes the NCCL path (tableFromMeasurements). The source names
-// the check and its timings.
-AutoTable speedCheckTable(const Topology& topo, const std::vector<SizeTiming>& sizes);
+// the check; AutoTable::checked keeps the timings.
+AutoTable speedCheckTable(const std::vector<SizeTiming>& sizes);
 // The token count from which the two-shot should be taken (AutoTable::twoshot_min_tokens): of the
 // sizes with tokens and both fused timings, the threshold T whose pick (two-shot at tokens >= T,
 // one-shot below) adds the least time over the faster fused strategy, summed as ratios; the

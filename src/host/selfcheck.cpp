@@ -18,10 +18,12 @@
 // measured H200 pair, unless a tuning file was loaded): the built-in table there is a guess, and
 // a fused path slower than NCCL on the user's machine is the failure this library exists to
 // prevent. Every rank times the fused one-shot (the sync mode calls would take) and the
-// NCCL path at 8, 32, 128 and 512 KiB (bf16 rows of 4096, allreduce + add + RMSNorm, 16 calls per
+// NCCL path at 8, 32, 128 and 512 KiB (bf16 rows of 4096, allreduce + add + RMSNorm, 32 calls per
 // CUDA graph, best of 3 replays); the max over ranks of each time decides, identically on every
 // rank, where Auto takes the one-shot (plan.cpp, speedCheckTable: only where it beat the NCCL path
-// by more than 3%; the NCCL path above 512 KiB). testing::setSpeedCheckFault runs it where it
+// by more than 3%; the NCCL path above 512 KiB). Every rank captures all its graphs and the ranks
+// agree that all were built before any runs: NCCL calls have no timeout, so a rank must never
+// leave the sequence while its peers run theirs. testing::setSpeedCheckFault runs it where it
 // would not run and makes one rank report a slow fused path.
 #include <algorithm>
 #include <atomic>
@@ -64,17 +66,23 @@ struct DeviceBuffers {
   }
 };
 
-// A stream, two events and the graph being timed, released on every path. time() captures `calls`
-// back-to-back calls of `plan` into a CUDA graph and replays it 4 times: the best of the last 3,
-// in us per call. Every rank must time the same plans in the same order (fused calls wait on
-// their peers, NCCL calls pair with theirs).
+// Captured graphs, destroyed on every path (before the buffers they use: declare it after them).
+struct GraphExecs {
+  std::vector<cudaGraphExec_t> v;
+  ~GraphExecs() {
+    for (cudaGraphExec_t e : v)
+      if (e) cudaGraphExecDestroy(e);
+  }
+};
+
+// A stream and two events, released on every path. capture() records `calls` back-to-back calls
+// of `plan` as a CUDA graph; time() replays one 4 times: the best of the last 3, in us per call.
+// Every rank must capture and time the same plans in the same order (fused calls wait on their
+// peers, NCCL calls pair with theirs).
 struct GraphTimer {
   cudaStream_t stream = nullptr;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
   ~GraphTimer() {
-    release();
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (stream) cudaStreamDestroy(stream);
@@ -85,21 +93,28 @@ struct GraphTimer {
     ARF_CUDA(cudaEventCreate(&e1));
     return Status::kSuccess;
   }
-  void release() {
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-    exec = nullptr;
-    graph = nullptr;
-  }
-  Status time(Communicator* c, const RowArgs& args, const Plan& plan, int calls, float* us) {
+  // Issues every call even after one failed (the first failure is returned), so that this rank's
+  // captured NCCL calls stay in step with its peers'.
+  Status capture(Communicator* c, const RowArgs& args, const Plan& plan, int calls, GraphExecs* into) {
     ARF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     Status st = Status::kSuccess;
-    for (int i = 0; i < calls && st == Status::kSuccess; ++i)
-      st = c->runPlanned(args, DType::kBFloat16, true, plan, stream);
+    for (int i = 0; i < calls; ++i) {
+      const Status one = c->runPlanned(args, DType::kBFloat16, true, plan, stream);
+      if (st == Status::kSuccess) st = one;
+    }
+    cudaGraph_t graph = nullptr;
     const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = st == Status::kSuccess && end == cudaSuccess ? cudaGraphInstantiate(&exec, graph, 0) : cudaSuccess;
+    if (graph) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();  // the errors are returned below, none is left behind
     ARF_TRY(st);
-    ARF_CUDA(end);
-    ARF_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    if (end != cudaSuccess) return failf(Status::kCudaError, "cudaStreamEndCapture failed: %s", cudaGetErrorString(end));
+    if (inst != cudaSuccess) return failf(Status::kCudaError, "cudaGraphInstantiate failed: %s", cudaGetErrorString(inst));
+    into->v.push_back(exec);
+    return Status::kSuccess;
+  }
+  Status time(cudaGraphExec_t exec, int calls, float* us) {
     float best = 1e30f;
     for (int rep = 0; rep < 4; ++rep) {
       ARF_CUDA(cudaEventRecord(e0, stream));
@@ -110,7 +125,6 @@ struct GraphTimer {
       ARF_CUDA(cudaEventElapsedTime(&ms, e0, e1));
       if (rep > 0 && ms < best) best = ms;
     }
-    release();
     *us = best * 1000.f / calls;
     return Status::kSuccess;
   }
@@ -173,7 +187,9 @@ Status runLocal(Communicator* c, Outcome* mine) {
   // Speed: graphs of 32 calls per mode.
   for (int mode = 0; mode < 2; ++mode) {
     plan.sync_mode = mode == 0 ? SyncMode::kGridDependency : SyncMode::kFlagBarrier;
-    ARF_TRY(timer.time(c, args(res_a, norm_a), plan, 32, mode == 0 ? &mine->us_griddep : &mine->us_flag));
+    GraphExecs graph;
+    ARF_TRY(timer.capture(c, args(res_a, norm_a), plan, 32, &graph));
+    ARF_TRY(timer.time(graph.v[0], 32, mode == 0 ? &mine->us_griddep : &mine->us_flag));
   }
   if (g_fault[c->rank].load() == int(testing::SelfCheckFault::kSlow)) mine->us_griddep += 1000.f;  // test-only
   return c->checkHealth();
@@ -246,60 +262,100 @@ struct SpeedOutcome {
   float us_nccl[kSpeedSizes];
 };
 
-Status runSpeedLocal(Communicator* c, SpeedOutcome* mine) {
-  const int64_t most = kSpeedTokens[kSpeedSizes - 1] * kSpeedHidden;
+constexpr int kSpeedCalls = 32;  // per graph
+
+// Everything the check launches, prepared before any of it runs: buffers, inputs, and one graph
+// per size and path (fused where the one-shot fits, NCCL everywhere), in the same order on
+// every rank. build() launches only the input fills; run() replays the graphs in order.
+struct SpeedSetup {
   DeviceBuffers buf;
-  void *input, *residual, *gamma, *res_out, *norm_out;
-  for (void** p : {&input, &residual, &gamma, &res_out, &norm_out}) ARF_TRY(buf.alloc(p, most * 2));
   GraphTimer timer;
-  ARF_TRY(timer.init());
-  ARF_CUDA(launchDelayedFill(input, most, c->rank, 3, 0, timer.stream));
-  ARF_CUDA(launchDelayedFill(residual, most, c->rank + 100, 4, 0, timer.stream));
-  ARF_CUDA(launchDelayedFill(gamma, kSpeedHidden, 7, 5, 0, timer.stream));
-  // The one-shot as a call would launch it (the configured sync mode, or Auto's after the
-  // self-check; grid, row clusters).
-  PlanInputs in = c->planInputs();
-  in.strategy = Strategy::kOneShot;
-  Plan nccl;
-  nccl.strategy = Strategy::kNccl;
-  for (int i = 0; i < kSpeedSizes; ++i) {
-    const int64_t tokens = kSpeedTokens[i];
-    const RowArgs args = makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual, res_out, gamma, norm_out, tokens,
-                                     kSpeedHidden, 1e-6f);
-    Plan fused;
-    if (makePlan(in, Shape{tokens, kSpeedHidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm}, &fused) == Status::kSuccess) {
-      ARF_TRY(timer.time(c, args, fused, 16, &mine->us_fused[i]));
-      if (g_speed_fault[c->rank].load() == int(testing::SpeedCheckFault::kFusedSlow)) mine->us_fused[i] += 1000.f;  // test-only
-    } else {
-      clearError();  // a row that does not fit the workspace: a function of the agreed topology
-      mine->us_fused[i] = std::nanf("");
+  GraphExecs graphs;          // declared after buf: destroyed before the buffers they use
+  bool fused[kSpeedSizes] = {};  // a function of the agreed topology: the same on every rank
+
+  Status build(Communicator* c) {
+    const int64_t most = kSpeedTokens[kSpeedSizes - 1] * kSpeedHidden;
+    void *input, *residual, *gamma, *res_out, *norm_out;
+    for (void** p : {&input, &residual, &gamma, &res_out, &norm_out}) ARF_TRY(buf.alloc(p, most * 2));
+    ARF_TRY(timer.init());
+    ARF_CUDA(launchDelayedFill(input, most, c->rank, 3, 0, timer.stream));
+    ARF_CUDA(launchDelayedFill(residual, most, c->rank + 100, 4, 0, timer.stream));
+    ARF_CUDA(launchDelayedFill(gamma, kSpeedHidden, 7, 5, 0, timer.stream));
+    ARF_CUDA(cudaStreamSynchronize(timer.stream));
+    // The one-shot as a call would launch it (the configured sync mode, or Auto's after the
+    // self-check; grid, row clusters).
+    PlanInputs in = c->planInputs();
+    in.strategy = Strategy::kOneShot;
+    Plan nccl;
+    nccl.strategy = Strategy::kNccl;
+    for (int i = 0; i < kSpeedSizes; ++i) {
+      const int64_t tokens = kSpeedTokens[i];
+      const RowArgs args = makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual, res_out, gamma, norm_out, tokens,
+                                       kSpeedHidden, 1e-6f);
+      Plan plan;
+      fused[i] = makePlan(in, Shape{tokens, kSpeedHidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm}, &plan) == Status::kSuccess;
+      if (fused[i]) ARF_TRY(timer.capture(c, args, plan, kSpeedCalls, &graphs));
+      else clearError();  // a row that does not fit the workspace
+      ARF_TRY(timer.capture(c, args, nccl, kSpeedCalls, &graphs));
     }
-    ARF_TRY(timer.time(c, args, nccl, 16, &mine->us_nccl[i]));
+    return Status::kSuccess;
   }
-  return c->checkHealth();
-}
+
+  // Replays every graph, also after one failed (the first failure is returned), so that this
+  // rank's NCCL calls stay paired with its peers'; a fused call left without its peers gives up
+  // after the timeout.
+  Status run(Communicator* c, SpeedOutcome* out) {
+    Status st = Status::kSuccess;
+    size_t g = 0;
+    for (int i = 0; i < kSpeedSizes; ++i) {
+      out->us_fused[i] = std::nanf("");
+      if (fused[i]) {
+        const Status one = timer.time(graphs.v[g++], kSpeedCalls, &out->us_fused[i]);
+        if (st == Status::kSuccess) st = one;
+        if (g_speed_fault[c->rank].load() == int(testing::SpeedCheckFault::kFusedSlow)) out->us_fused[i] += 1000.f;  // test-only
+      }
+      const Status one = timer.time(graphs.v[g++], kSpeedCalls, &out->us_nccl[i]);
+      if (st == Status::kSuccess) st = one;
+    }
+    ARF_TRY(st);
+    return c->checkHealth();
+  }
+};
 
 }  // namespace
 
 void setSpeedCheckFault(int rank, testing::SpeedCheckFault fault) {
   if (rank < 0) {
     for (auto& f : g_speed_fault) f.store(int(fault));
-  } else {
+  } else if (rank < kMaxRanks) {
     g_speed_fault[rank].store(int(fault));
   }
 }
 
-bool speedCheckForced(int rank) { return g_speed_fault[rank].load() != int(testing::SpeedCheckFault::kNone); }
+bool speedCheckForced(int rank) {
+  return rank >= 0 && rank < kMaxRanks && g_speed_fault[rank].load() != int(testing::SpeedCheckFault::kNone);
+}
 
 Status speedCheck(Communicator* c) {
+  // Two exchanges, each reached by every rank also after a local failure. The first agrees that
+  // every rank built its graphs before any rank launches one: a rank that failed to build and
+  // went on to an exchange while its peers ran their captured NCCL calls would leave both
+  // waiting in NCCL, which has no timeout. After it, only a failed graph launch could do that,
+  // as in any NCCL job.
+  SpeedSetup setup;
   SpeedOutcome mine{};
-  // As in selfCheck: every rank reaches the exchange, so a local failure fails every rank alike.
-  const Status local = runSpeedLocal(c, &mine);
-  if (local != Status::kSuccess) {
+  if (setup.build(c) != Status::kSuccess) {
     mine.failed = 1;
     std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
   }
   std::vector<SpeedOutcome> all(c->world);
+  ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(SpeedOutcome)));
+  for (int r = 0; r < c->world; ++r)
+    if (all[r].failed) return failf(Status::kInternalError, "speed check failed on rank %d: %s", r, all[r].why);
+  if (setup.run(c, &mine) != Status::kSuccess) {
+    mine.failed = 1;
+    std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
+  }
   ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(SpeedOutcome)));
   for (int r = 0; r < c->world; ++r)
     if (all[r].failed) return failf(Status::kInternalError, "speed check failed on rank %d: %s", r, all[r].why);
@@ -310,14 +366,22 @@ Status speedCheck(Communicator* c) {
     m.bytes = m.tokens * kSpeedHidden * 2;
     m.us_oneshot = m.us_nccl = 0;
     for (const SpeedOutcome& o : all) {  // the slowest rank; NaN anywhere stays NaN
-      m.us_oneshot = std::isnan(o.us_fused[i]) || std::isnan(m.us_oneshot) ? std::nan("") : std::max<double>(m.us_oneshot, o.us_fused[i]);
-      m.us_nccl = std::max<double>(m.us_nccl, o.us_nccl[i]);
+      const auto slowest = [](double acc, float us) { return std::isnan(acc) || std::isnan(us) ? std::nan("") : std::max<double>(acc, us); };
+      m.us_oneshot = slowest(m.us_oneshot, o.us_fused[i]);
+      m.us_nccl = slowest(m.us_nccl, o.us_nccl[i]);
     }
   }
-  c->table = speedCheckTable(c->topo, sizes);
+  c->table = speedCheckTable(sizes);
   const bool fused_anywhere = std::any_of(c->table.rules.begin(), c->table.rules.end(),
                                           [](const Rule& r) { return r.strategy != Strategy::kNccl; });
-  logf(fused_anywhere ? LogLevel::kInfo : LogLevel::kWarn, c->rank, "%s%s", c->table.source.c_str(),
+  std::string timings;
+  for (const SizeTiming& m : sizes) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " %lld KiB %.1f/%.1f", static_cast<long long>(m.bytes / 1024), m.us_oneshot, m.us_nccl);
+    timings += buf;
+  }
+  logf(fused_anywhere ? LogLevel::kInfo : LogLevel::kWarn, c->rank, "speed check (%s), us per call one-shot/NCCL:%s%s",
+       topoKey(c->topo).c_str(), timings.c_str(),
        fused_anywhere ? "" : ": the fused one-shot was not faster than the NCCL path at any size checked; Auto takes the NCCL path");
   return Status::kSuccess;
 }
