@@ -265,17 +265,25 @@ struct SpeedOutcome {
 constexpr int kSpeedCalls = 32;  // per graph
 
 // Everything the check launches, prepared before any of it runs: buffers, inputs, and one graph
-// per size and path (fused where the one-shot fits, NCCL everywhere), in the same order on
-// every rank. build() launches only the input fills; run() replays the graphs in order.
+// per size and path (fused where the one-shot fits, NCCL everywhere), in the same order on every
+// rank. prepareFused() launches only the input fills and captures the fused graphs (no NCCL call);
+// captureNccl() captures the NCCL graphs, every one also after a failure (the first is returned),
+// so that this rank's NCCL calls stay in step with its peers' even if capturing them involves the
+// peers; run() replays every graph in order, also after a failure, for the same reason (a fused
+// call left without its peers gives up after the timeout; an NCCL call would not).
 struct SpeedSetup {
   DeviceBuffers buf;
   GraphTimer timer;
-  GraphExecs graphs;          // declared after buf: destroyed before the buffers they use
-  bool fused[kSpeedSizes] = {};  // a function of the agreed topology: the same on every rank
+  GraphExecs fused_graphs, nccl_graphs;  // declared after buf: destroyed before the buffers they use
+  bool fused[kSpeedSizes] = {};          // a function of the agreed topology: the same on every rank
+  void *input = nullptr, *residual = nullptr, *gamma = nullptr, *res_out = nullptr, *norm_out = nullptr;
 
-  Status build(Communicator* c) {
+  RowArgs args(int i) const {
+    return makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual, res_out, gamma, norm_out, kSpeedTokens[i], kSpeedHidden, 1e-6f);
+  }
+
+  Status prepareFused(Communicator* c) {
     const int64_t most = kSpeedTokens[kSpeedSizes - 1] * kSpeedHidden;
-    void *input, *residual, *gamma, *res_out, *norm_out;
     for (void** p : {&input, &residual, &gamma, &res_out, &norm_out}) ARF_TRY(buf.alloc(p, most * 2));
     ARF_TRY(timer.init());
     ARF_CUDA(launchDelayedFill(input, most, c->rank, 3, 0, timer.stream));
@@ -286,38 +294,50 @@ struct SpeedSetup {
     // self-check; grid, row clusters).
     PlanInputs in = c->planInputs();
     in.strategy = Strategy::kOneShot;
-    Plan nccl;
-    nccl.strategy = Strategy::kNccl;
     for (int i = 0; i < kSpeedSizes; ++i) {
-      const int64_t tokens = kSpeedTokens[i];
-      const RowArgs args = makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual, res_out, gamma, norm_out, tokens,
-                                       kSpeedHidden, 1e-6f);
       Plan plan;
-      fused[i] = makePlan(in, Shape{tokens, kSpeedHidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm}, &plan) == Status::kSuccess;
-      if (fused[i]) ARF_TRY(timer.capture(c, args, plan, kSpeedCalls, &graphs));
+      fused[i] = makePlan(in, Shape{kSpeedTokens[i], kSpeedHidden, DType::kBFloat16, Op::kAllReduceAddRMSNorm}, &plan) ==
+                 Status::kSuccess;
+      if (fused[i]) ARF_TRY(timer.capture(c, args(i), plan, kSpeedCalls, &fused_graphs));
       else clearError();  // a row that does not fit the workspace
-      ARF_TRY(timer.capture(c, args, nccl, kSpeedCalls, &graphs));
     }
     return Status::kSuccess;
   }
 
-  // Replays every graph, also after one failed (the first failure is returned), so that this
-  // rank's NCCL calls stay paired with its peers'; a fused call left without its peers gives up
-  // after the timeout.
+  Status captureNccl(Communicator* c) {
+    Plan nccl;
+    nccl.strategy = Strategy::kNccl;
+    Status st = Status::kSuccess;
+    std::string first;
+    for (int i = 0; i < kSpeedSizes; ++i) {
+      const Status one = timer.capture(c, args(i), nccl, kSpeedCalls, &nccl_graphs);
+      if (one != Status::kSuccess && st == Status::kSuccess) {
+        st = one;
+        first = lastError();
+      }
+    }
+    return st == Status::kSuccess ? st : fail(st, first);
+  }
+
   Status run(Communicator* c, SpeedOutcome* out) {
     Status st = Status::kSuccess;
-    size_t g = 0;
+    std::string first;
+    const auto keep = [&](Status one) {
+      if (one != Status::kSuccess && st == Status::kSuccess) {
+        st = one;
+        first = lastError();
+      }
+    };
+    size_t f = 0;
     for (int i = 0; i < kSpeedSizes; ++i) {
       out->us_fused[i] = std::nanf("");
       if (fused[i]) {
-        const Status one = timer.time(graphs.v[g++], kSpeedCalls, &out->us_fused[i]);
-        if (st == Status::kSuccess) st = one;
+        keep(timer.time(fused_graphs.v[f++], kSpeedCalls, &out->us_fused[i]));
         if (g_speed_fault[c->rank].load() == int(testing::SpeedCheckFault::kFusedSlow)) out->us_fused[i] += 1000.f;  // test-only
       }
-      const Status one = timer.time(graphs.v[g++], kSpeedCalls, &out->us_nccl[i]);
-      if (st == Status::kSuccess) st = one;
+      keep(timer.time(nccl_graphs.v[i], kSpeedCalls, &out->us_nccl[i]));
     }
-    ARF_TRY(st);
+    if (st != Status::kSuccess) return fail(st, first);
     return c->checkHealth();
   }
 };
@@ -337,28 +357,27 @@ bool speedCheckForced(int rank) {
 }
 
 Status speedCheck(Communicator* c) {
-  // Two exchanges, each reached by every rank also after a local failure. The first agrees that
-  // every rank built its graphs before any rank launches one: a rank that failed to build and
-  // went on to an exchange while its peers ran their captured NCCL calls would leave both
-  // waiting in NCCL, which has no timeout. After it, only a failed graph launch could do that,
-  // as in any NCCL job.
+  // Three exchanges, each reached by every rank also after a local failure, so that a failure
+  // anywhere fails creation on every rank with the same message. The first two agree that every
+  // rank prepared its fused graphs, then captured its NCCL graphs, before any rank goes on: a rank
+  // that failed and went straight to an exchange while its peers captured or ran NCCL calls would
+  // leave them waiting in NCCL, which has no timeout. Past them, only a failing graph launch could.
   SpeedSetup setup;
   SpeedOutcome mine{};
-  if (setup.build(c) != Status::kSuccess) {
-    mine.failed = 1;
-    std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
-  }
   std::vector<SpeedOutcome> all(c->world);
-  ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(SpeedOutcome)));
-  for (int r = 0; r < c->world; ++r)
-    if (all[r].failed) return failf(Status::kInternalError, "speed check failed on rank %d: %s", r, all[r].why);
-  if (setup.run(c, &mine) != Status::kSuccess) {
-    mine.failed = 1;
-    std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
-  }
-  ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(SpeedOutcome)));
-  for (int r = 0; r < c->world; ++r)
-    if (all[r].failed) return failf(Status::kInternalError, "speed check failed on rank %d: %s", r, all[r].why);
+  const auto agree = [&](Status local) -> Status {
+    if (local != Status::kSuccess && !mine.failed) {
+      mine.failed = 1;
+      std::snprintf(mine.why, sizeof mine.why, "%s", lastError());
+    }
+    ARF_TRY(c->boot->allGather(&mine, all.data(), sizeof(SpeedOutcome)));
+    for (int r = 0; r < c->world; ++r)
+      if (all[r].failed) return failf(Status::kInternalError, "speed check failed on rank %d: %s", r, all[r].why);
+    return Status::kSuccess;
+  };
+  ARF_TRY(agree(setup.prepareFused(c)));
+  ARF_TRY(agree(setup.captureNccl(c)));
+  ARF_TRY(agree(setup.run(c, &mine)));
   std::vector<SizeTiming> sizes(kSpeedSizes);
   for (int i = 0; i < kSpeedSizes; ++i) {
     SizeTiming& m = sizes[i];
