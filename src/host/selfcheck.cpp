@@ -22,9 +22,10 @@
 // CUDA graph, best of 3 replays); the max over ranks of each time decides, identically on every
 // rank, where Auto takes the one-shot (plan.cpp, speedCheckTable: only where it beat the NCCL path
 // by more than 3%; the NCCL path above 512 KiB). Every rank captures all its graphs and the ranks
-// agree that all were built before any runs: NCCL calls have no timeout, so a rank must never
-// leave the sequence while its peers run theirs. testing::setSpeedCheckFault runs it where it
-// would not run and makes one rank report a slow fused path.
+// agree that all were built before any runs: NCCL calls have no timeout, so a rank must not
+// leave the sequence while its peers make theirs (speedCheck says what this cannot cover).
+// testing::setSpeedCheckFault runs it where it would not run and makes one rank report a slow
+// fused path.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -93,8 +94,9 @@ struct GraphTimer {
     ARF_CUDA(cudaEventCreate(&e1));
     return Status::kSuccess;
   }
-  // Issues every call even after one failed (the first failure is returned), so that this rank's
-  // captured NCCL calls stay in step with its peers'.
+  // Once capturing, issues every call even after one failed (the first failure is returned), so
+  // that this rank's captured NCCL calls stay in step with its peers'. (A failure to begin the
+  // capture returns at once: issuing the calls uncaptured would run them.)
   Status capture(Communicator* c, const RowArgs& args, const Plan& plan, int calls, GraphExecs* into) {
     ARF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     Status st = Status::kSuccess;
@@ -114,17 +116,22 @@ struct GraphTimer {
     into->v.push_back(exec);
     return Status::kSuccess;
   }
+  // Runs all 4 replays even after one failed (the first failure is returned): a replay this rank
+  // skipped would leave its peers' NCCL calls in that replay unpaired.
   Status time(cudaGraphExec_t exec, int calls, float* us) {
     float best = 1e30f;
+    cudaError_t first = cudaSuccess;
     for (int rep = 0; rep < 4; ++rep) {
-      ARF_CUDA(cudaEventRecord(e0, stream));
-      ARF_CUDA(cudaGraphLaunch(exec, stream));
-      ARF_CUDA(cudaEventRecord(e1, stream));
-      ARF_CUDA(cudaEventSynchronize(e1));
       float ms = 0;
-      ARF_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      if (rep > 0 && ms < best) best = ms;
+      cudaError_t e = cudaEventRecord(e0, stream);
+      if (e == cudaSuccess) e = cudaGraphLaunch(exec, stream);
+      if (e == cudaSuccess) e = cudaEventRecord(e1, stream);
+      if (e == cudaSuccess) e = cudaEventSynchronize(e1);
+      if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, e0, e1);
+      if (e != cudaSuccess && first == cudaSuccess) first = e;
+      if (e == cudaSuccess && rep > 0 && ms < best) best = ms;
     }
+    if (first != cudaSuccess) return failf(Status::kCudaError, "timing a CUDA graph failed: %s", cudaGetErrorString(first));
     *us = best * 1000.f / calls;
     return Status::kSuccess;
   }
@@ -304,18 +311,23 @@ struct SpeedSetup {
     return Status::kSuccess;
   }
 
+  // One eager NCCL-path call per size first, synchronised: NCCL sets up the connections an
+  // algorithm needs at its first use, which is then done outside the captures.
   Status captureNccl(Communicator* c) {
     Plan nccl;
     nccl.strategy = Strategy::kNccl;
     Status st = Status::kSuccess;
     std::string first;
-    for (int i = 0; i < kSpeedSizes; ++i) {
-      const Status one = timer.capture(c, args(i), nccl, kSpeedCalls, &nccl_graphs);
+    const auto keep = [&](Status one) {
       if (one != Status::kSuccess && st == Status::kSuccess) {
         st = one;
         first = lastError();
       }
-    }
+    };
+    for (int i = 0; i < kSpeedSizes; ++i) keep(c->runPlanned(args(i), DType::kBFloat16, true, nccl, timer.stream));
+    if (const cudaError_t e = cudaStreamSynchronize(timer.stream); e != cudaSuccess)
+      keep(failf(Status::kCudaError, "speed check: NCCL warm-up failed: %s", cudaGetErrorString(e)));
+    for (int i = 0; i < kSpeedSizes; ++i) keep(timer.capture(c, args(i), nccl, kSpeedCalls, &nccl_graphs));
     return st == Status::kSuccess ? st : fail(st, first);
   }
 
@@ -357,11 +369,13 @@ bool speedCheckForced(int rank) {
 }
 
 Status speedCheck(Communicator* c) {
-  // Three exchanges, each reached by every rank also after a local failure, so that a failure
-  // anywhere fails creation on every rank with the same message. The first two agree that every
-  // rank prepared its fused graphs, then captured its NCCL graphs, before any rank goes on: a rank
-  // that failed and went straight to an exchange while its peers captured or ran NCCL calls would
-  // leave them waiting in NCCL, which has no timeout. Past them, only a failing graph launch could.
+  // Three exchanges, each reached by every rank also after a local failure, so that a CUDA or
+  // fused-kernel failure anywhere fails creation on every rank with the same message. The first
+  // two agree that every rank prepared its fused graphs, then made and captured its NCCL calls,
+  // before any rank goes on: a rank that failed and went straight to an exchange while its peers
+  // made NCCL calls would leave them waiting in NCCL, which has no timeout. What this cannot
+  // cover, as in any NCCL job: an NCCL call that fails on one rank only (NCCL may then refuse
+  // that rank's later calls, the exchanges included), or a graph launch that fails on one rank.
   SpeedSetup setup;
   SpeedOutcome mine{};
   std::vector<SpeedOutcome> all(c->world);
