@@ -271,6 +271,20 @@ struct SpeedOutcome {
 
 constexpr int kSpeedCalls = 32;  // per graph
 
+// The first of several failures, with its message: for sequences that must run to their end on
+// every rank whatever fails along the way.
+struct FirstFailure {
+  Status st = Status::kSuccess;
+  std::string message;
+  void keep(Status one) {
+    if (one != Status::kSuccess && st == Status::kSuccess) {
+      st = one;
+      message = lastError();
+    }
+  }
+  Status result() const { return st == Status::kSuccess ? st : fail(st, message); }
+};
+
 // Everything the check launches, prepared before any of it runs: buffers, inputs, and one graph
 // per size and path (fused where the one-shot fits, NCCL everywhere), in the same order on every
 // rank. prepareFused() launches only the input fills and captures the fused graphs (no NCCL call);
@@ -316,40 +330,26 @@ struct SpeedSetup {
   Status captureNccl(Communicator* c) {
     Plan nccl;
     nccl.strategy = Strategy::kNccl;
-    Status st = Status::kSuccess;
-    std::string first;
-    const auto keep = [&](Status one) {
-      if (one != Status::kSuccess && st == Status::kSuccess) {
-        st = one;
-        first = lastError();
-      }
-    };
-    for (int i = 0; i < kSpeedSizes; ++i) keep(c->runPlanned(args(i), DType::kBFloat16, true, nccl, timer.stream));
+    FirstFailure failure;
+    for (int i = 0; i < kSpeedSizes; ++i) failure.keep(c->runPlanned(args(i), DType::kBFloat16, true, nccl, timer.stream));
     if (const cudaError_t e = cudaStreamSynchronize(timer.stream); e != cudaSuccess)
-      keep(failf(Status::kCudaError, "speed check: NCCL warm-up failed: %s", cudaGetErrorString(e)));
-    for (int i = 0; i < kSpeedSizes; ++i) keep(timer.capture(c, args(i), nccl, kSpeedCalls, &nccl_graphs));
-    return st == Status::kSuccess ? st : fail(st, first);
+      failure.keep(failf(Status::kCudaError, "speed check: NCCL warm-up failed: %s", cudaGetErrorString(e)));
+    for (int i = 0; i < kSpeedSizes; ++i) failure.keep(timer.capture(c, args(i), nccl, kSpeedCalls, &nccl_graphs));
+    return failure.result();
   }
 
   Status run(Communicator* c, SpeedOutcome* out) {
-    Status st = Status::kSuccess;
-    std::string first;
-    const auto keep = [&](Status one) {
-      if (one != Status::kSuccess && st == Status::kSuccess) {
-        st = one;
-        first = lastError();
-      }
-    };
+    FirstFailure failure;
     size_t f = 0;
     for (int i = 0; i < kSpeedSizes; ++i) {
       out->us_fused[i] = std::nanf("");
       if (fused[i]) {
-        keep(timer.time(fused_graphs.v[f++], kSpeedCalls, &out->us_fused[i]));
+        failure.keep(timer.time(fused_graphs.v[f++], kSpeedCalls, &out->us_fused[i]));
         if (g_speed_fault[c->rank].load() == int(testing::SpeedCheckFault::kFusedSlow)) out->us_fused[i] += 1000.f;  // test-only
       }
-      keep(timer.time(nccl_graphs.v[i], kSpeedCalls, &out->us_nccl[i]));
+      failure.keep(timer.time(nccl_graphs.v[i], kSpeedCalls, &out->us_nccl[i]));
     }
-    if (st != Status::kSuccess) return fail(st, first);
+    ARF_TRY(failure.result());
     return c->checkHealth();
   }
 };
