@@ -328,14 +328,16 @@ Scenario selfCheckScenario(const SelfCheckCase& c, uint64_t seed) {
   };
 }
 
-// The fault set for the communicators created in its scope, cleared on every way out.
-struct ScopedSelfCheckFault {
-  explicit ScopedSelfCheckFault(int rank, arfusion::testing::SelfCheckFault f) {
-    ok = arfusion::testing::setSelfCheckFault(rank, f) == Status::kSuccess;
-  }
-  ~ScopedSelfCheckFault() { arfusion::testing::setSelfCheckFault(-1, arfusion::testing::SelfCheckFault::kNone); }
+// A creation-check fault (testing::setSelfCheckFault, setSpeedCheckFault) set for the
+// communicators created in its scope, cleared on every way out.
+template <typename Fault, Status (*kSet)(int, Fault)>
+struct ScopedFault {
+  ScopedFault(int rank, Fault f) { ok = kSet(rank, f) == Status::kSuccess; }
+  ~ScopedFault() { kSet(-1, Fault::kNone); }
   bool ok = false;
 };
+using ScopedSelfCheckFault = ScopedFault<arfusion::testing::SelfCheckFault, arfusion::testing::setSelfCheckFault>;
+using ScopedSpeedCheckFault = ScopedFault<arfusion::testing::SpeedCheckFault, arfusion::testing::setSpeedCheckFault>;
 
 // The self-check runs only where the arch policy is GridDependency (src/host/arch.cpp: SM90, SM100).
 std::string selfCheckSkip() {
@@ -411,14 +413,6 @@ TEST(ThreadsNccl2, SelfCheckFailureOnOneRankMovesBothToFlagBarrier) {
 // ranks must plan alike at every size, and Auto's calls must be right. With rank 1 reporting a
 // fused path 1000 us slower (kFusedSlow): Auto must take the NCCL path at every size on both
 // ranks, up to the largest size checked and above it.
-struct ScopedSpeedCheckFault {
-  explicit ScopedSpeedCheckFault(int rank, arfusion::testing::SpeedCheckFault f) {
-    ok = arfusion::testing::setSpeedCheckFault(rank, f) == Status::kSuccess;
-  }
-  ~ScopedSpeedCheckFault() { arfusion::testing::setSpeedCheckFault(-1, arfusion::testing::SpeedCheckFault::kNone); }
-  bool ok = false;
-};
-
 Scenario speedCheckScenario(bool fused_slow, uint64_t seed) {
   return [fused_slow, seed](RankCtx& ctx) -> std::string {
     std::string plans;  // what this rank plans per size, for the agreement below

@@ -301,22 +301,27 @@ Status skipAllGatherSignals(Communicator* comm, bool on) {
   return Status::kSuccess;
 }
 
-Status setSelfCheckFault(int rank, SelfCheckFault fault) {
+namespace {
+// The arguments of the creation-check fault hooks: a rank in -1..kMaxRanks-1, a known fault.
+Status checkFaultArgs(const char* fn, int rank, bool known_fault) {
   detail::clearError();
   if (rank < -1 || rank >= detail::kMaxRanks)
-    return detail::failf(Status::kInvalidArgument, "setSelfCheckFault: rank %d outside -1..%d", rank, detail::kMaxRanks - 1);
-  if (fault != SelfCheckFault::kNone && fault != SelfCheckFault::kWrongResult && fault != SelfCheckFault::kSlow)
-    return detail::fail(Status::kInvalidArgument, "setSelfCheckFault: unknown fault");
+    return detail::failf(Status::kInvalidArgument, "%s: rank %d outside -1..%d", fn, rank, detail::kMaxRanks - 1);
+  if (!known_fault) return detail::failf(Status::kInvalidArgument, "%s: unknown fault", fn);
+  return Status::kSuccess;
+}
+}  // namespace
+
+Status setSelfCheckFault(int rank, SelfCheckFault fault) {
+  ARF_TRY(checkFaultArgs("setSelfCheckFault", rank,
+                         fault == SelfCheckFault::kNone || fault == SelfCheckFault::kWrongResult || fault == SelfCheckFault::kSlow));
   detail::setSelfCheckFault(rank, fault);
   return Status::kSuccess;
 }
 
 Status setSpeedCheckFault(int rank, SpeedCheckFault fault) {
-  detail::clearError();
-  if (rank < -1 || rank >= detail::kMaxRanks)
-    return detail::failf(Status::kInvalidArgument, "setSpeedCheckFault: rank %d outside -1..%d", rank, detail::kMaxRanks - 1);
-  if (fault != SpeedCheckFault::kNone && fault != SpeedCheckFault::kRun && fault != SpeedCheckFault::kFusedSlow)
-    return detail::fail(Status::kInvalidArgument, "setSpeedCheckFault: unknown fault");
+  ARF_TRY(checkFaultArgs("setSpeedCheckFault", rank,
+                         fault == SpeedCheckFault::kNone || fault == SpeedCheckFault::kRun || fault == SpeedCheckFault::kFusedSlow));
   detail::setSpeedCheckFault(rank, fault);
   return Status::kSuccess;
 }

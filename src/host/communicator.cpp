@@ -408,15 +408,18 @@ Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, cons
   // The creation-time checks run fused kernels, so none runs where the NCCL path is forced (a user
   // may force it because fusion misbehaves on the machine); Auto then gets FlagBarrier, valid on
   // every arch, should commSetStrategy turn it on later.
-  const bool checks = t.fusion_ok && cfg.self_check && cfg.strategy != Strategy::kNccl;
+  const bool checks = t.fusion_ok && cfg.self_check;
+  const bool nccl_forced = cfg.strategy == Strategy::kNccl;
   if (checks && pol.default_sync == SyncMode::kGridDependency) {
-    ARF_TRY(selfCheck(c.get()));
-  } else if (t.fusion_ok && cfg.self_check && pol.default_sync == SyncMode::kGridDependency) {
-    c->sync_auto = SyncMode::kFlagBarrier;
-    c->sync_auto_reason = std::string(pol.why) + "; self-check not run (NCCL path forced at creation): flag barrier";
+    if (!nccl_forced) {
+      ARF_TRY(selfCheck(c.get()));
+    } else {
+      c->sync_auto = SyncMode::kFlagBarrier;
+      c->sync_auto_reason = std::string(pol.why) + "; self-check not run (NCCL path forced at creation): flag barrier";
+    }
   }
   // The speed check where the Auto table is a guess (selfcheck.cpp): needs the NCCL path to compare.
-  if (checks && t.has_nccl && (!c->table.measured || speed_check_forced)) ARF_TRY(speedCheck(c.get()));
+  if (checks && !nccl_forced && t.has_nccl && (!c->table.measured || speed_check_forced)) ARF_TRY(speedCheck(c.get()));
 
   logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d (row clusters of 2/4: %d/%d), regions %zu B (Lamport %zu B), sync auto %s (%s), table %s",
        c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",

@@ -133,11 +133,11 @@ AutoTable tableFromMeasurements(std::vector<SizeTiming> sizes, double margin, co
 }
 
 AutoTable speedCheckTable(const std::vector<SizeTiming>& sizes) {
-  std::vector<SizeTiming> one_shot_only = sizes;
-  for (SizeTiming& m : one_shot_only) m.us_twoshot = std::nan("");
-  AutoTable table = tableFromMeasurements(one_shot_only, 0.03, "speed check at creation");
-  table.checked = std::move(one_shot_only);
-  std::sort(table.checked.begin(), table.checked.end(), [](const SizeTiming& a, const SizeTiming& b) { return a.bytes < b.bytes; });
+  std::vector<SizeTiming> checked = sizes;
+  for (SizeTiming& m : checked) m.us_twoshot = std::nan("");
+  std::sort(checked.begin(), checked.end(), [](const SizeTiming& a, const SizeTiming& b) { return a.bytes < b.bytes; });
+  AutoTable table = tableFromMeasurements(checked, 0.03, "speed check at creation");
+  table.checked = std::move(checked);
   return table;
 }
 
@@ -457,9 +457,9 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     if (p.row_blocks > 1) rule += "; " + std::to_string(p.row_blocks) + " blocks per row (a cluster)";
   }
   // The reason must keep its tail (the sync mode and the self-check's outcome) in Plan::reason's
-  // 256 bytes: a long table source (a tuning file's path, the speed check's timings) is what can
-  // overflow it, so that source is shortened to its first and last characters first, and only
-  // then is the whole cut (ending in "...").
+  // 256 bytes: a long table source (a tuning file's path) is what can overflow it, so that source
+  // is shortened to its first and last characters first, and only then is the whole cut (ending
+  // in "...").
   if (rule.size() >= sizeof p.reason && in.table && in.table->source.size() > 72) {
     const std::string& src = in.table->source;
     const size_t at = rule.find(src);

@@ -47,6 +47,15 @@ namespace {
 // testing::setSelfCheckFault, per rank of the communicators created next in this process.
 std::atomic<int> g_fault[kMaxRanks];
 
+// Sets a test-only fault for `rank` (every rank for -1) in one of the per-rank fault tables.
+void storeFault(std::atomic<int> (&faults)[kMaxRanks], int rank, int value) {
+  if (rank < 0) {
+    for (auto& f : faults) f.store(value);
+  } else if (rank < kMaxRanks) {
+    faults[rank].store(value);
+  }
+}
+
 struct Outcome {
   int32_t mismatches;
   float us_griddep;
@@ -204,13 +213,7 @@ Status runLocal(Communicator* c, Outcome* mine) {
 
 }  // namespace
 
-void setSelfCheckFault(int rank, testing::SelfCheckFault fault) {
-  if (rank < 0) {
-    for (auto& f : g_fault) f.store(int(fault));
-  } else {
-    g_fault[rank].store(int(fault));
-  }
-}
+void setSelfCheckFault(int rank, testing::SelfCheckFault fault) { storeFault(g_fault, rank, int(fault)); }
 
 Status selfCheck(Communicator* c) {
   Outcome mine{};
@@ -356,13 +359,7 @@ struct SpeedSetup {
 
 }  // namespace
 
-void setSpeedCheckFault(int rank, testing::SpeedCheckFault fault) {
-  if (rank < 0) {
-    for (auto& f : g_speed_fault) f.store(int(fault));
-  } else if (rank < kMaxRanks) {
-    g_speed_fault[rank].store(int(fault));
-  }
-}
+void setSpeedCheckFault(int rank, testing::SpeedCheckFault fault) { storeFault(g_speed_fault, rank, int(fault)); }
 
 bool speedCheckForced(int rank) {
   return rank >= 0 && rank < kMaxRanks && g_speed_fault[rank].load() != int(testing::SpeedCheckFault::kNone);
