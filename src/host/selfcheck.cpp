@@ -389,14 +389,15 @@ Status speedCheck(Communicator* c) {
   ARF_TRY(agree(setup.prepareFused(c)));
   ARF_TRY(agree(setup.captureNccl(c)));
   ARF_TRY(agree(setup.run(c, &mine)));
+  // The slowest rank's time; NaN on any rank stays NaN.
+  const auto slowest = [](double acc, float us) { return std::isnan(acc) || std::isnan(us) ? std::nan("") : std::max<double>(acc, us); };
   std::vector<SizeTiming> sizes(kSpeedSizes);
   for (int i = 0; i < kSpeedSizes; ++i) {
     SizeTiming& m = sizes[i];
     m.tokens = kSpeedTokens[i];
     m.bytes = m.tokens * kSpeedHidden * 2;
     m.us_oneshot = m.us_nccl = 0;
-    for (const SpeedOutcome& o : all) {  // the slowest rank; NaN anywhere stays NaN
-      const auto slowest = [](double acc, float us) { return std::isnan(acc) || std::isnan(us) ? std::nan("") : std::max<double>(acc, us); };
+    for (const SpeedOutcome& o : all) {
       m.us_oneshot = slowest(m.us_oneshot, o.us_fused[i]);
       m.us_nccl = slowest(m.us_nccl, o.us_nccl[i]);
     }
