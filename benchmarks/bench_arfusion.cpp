@@ -11,9 +11,12 @@
 // grid, rows per step). All buffers stay the same across the calls of a replay, as in the anchors'
 // method (../shared/ANCHORS.md): messages that fit in L2 read their inputs from it.
 // Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
+// Exit 0 when every benchmark ran, 1 when any errored (its row says why), 77 without a GPU.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -39,23 +42,29 @@ arfbench::Group& group() {
 // This run's NCCL reference per shape and op, and its peer-store bandwidth per message size.
 std::map<std::tuple<int64_t, int64_t, int, int>, double> g_nccl_us;
 std::map<double, double> g_peer_gbs;
+int g_errors = 0;  // benchmarks that could not run (SkipWithError)
+
+void skipWithError(benchmark::State& state, const std::string& why) {
+  ++g_errors;
+  state.SkipWithError(why.c_str());
+}
 
 void run(benchmark::State& state, Path path, Op op) {
   const int64_t tokens = state.range(0), hidden = state.range(1);
   const DType d = static_cast<DType>(state.range(2));
   if (!group().error().empty()) {
-    state.SkipWithError(group().error().c_str());
+    skipWithError(state, group().error());
     return;
   }
   if (group().world() < 2 && path != Path::kAddRMSNorm) {
-    state.SkipWithError("needs 2 GPUs");
+    skipWithError(state, "needs 2 GPUs");
     return;
   }
   arfbench::Timing t;
   for (auto _ : state) {
     t = group().time(path, op, d, tokens, hidden);
     if (!t.error.empty()) {
-      state.SkipWithError(t.error.c_str());
+      skipWithError(state, t.error);
       return;
     }
     state.SetIterationTime(t.us * 1e-6);
@@ -110,4 +119,16 @@ BENCHMARK_CAPTURE(run, auto_fused, Path::kAuto, Op::kAllReduceAddRMSNorm)->Apply
 BENCHMARK_CAPTURE(run, oneshot_allreduce, Path::kOneShot, Op::kAllReduce)->Apply(shapes);
 BENCHMARK_CAPTURE(run, twoshot_allreduce, Path::kTwoShot, Op::kAllReduce)->Apply(shapes);
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return arfbench::kExitUsage;
+  int gpus = 0;
+  if (const std::string why = arfbench::gpuShortfall(1, &gpus); !why.empty()) {
+    std::fprintf(stderr, "bench_arfusion: %s; nothing to measure.\n", why.c_str());
+    return arfbench::kExitSkip;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (g_errors) std::fprintf(stderr, "bench_arfusion: %d benchmark(s) could not run (their rows say why)\n", g_errors);
+  return g_errors ? arfbench::kExitFailed : arfbench::kExitOk;
+}

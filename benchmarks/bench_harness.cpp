@@ -6,6 +6,29 @@
 
 namespace arfbench {
 
+std::string gpuShortfall(int need, int* found) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  *found = n;
+  if (n >= need) return "";
+  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || n == 0)
+    return e == cudaErrorInsufficientDriver ? "no CUDA GPU is visible on this machine (no NVIDIA driver is loaded)"
+                                            : "no CUDA GPU is visible on this machine";
+  return "this needs " + std::to_string(need) + " GPUs and this machine has " + std::to_string(n);
+}
+
+std::string cudaVersionString(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+std::string ncclVersionString(int v) {
+  // NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since 2.9 (major * 1000 + ... before).
+  const int major = v >= 10000 ? v / 10000 : v / 1000, rest = v >= 10000 ? v % 10000 : v % 1000;
+  return std::to_string(major) + "." + std::to_string(rest / 100) + "." + std::to_string(rest % 100);
+}
+
 const char* pathName(Path p) {
   switch (p) {
     case Path::kNcclAllReduce: return "nccl_allreduce";
@@ -57,15 +80,17 @@ Group::~Group() {
     if (c) ncclCommDestroy(c);
 }
 
-std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& config) {
+std::unique_ptr<Group> openAllGpus(const char* tool, int* exit_code, const arfusion::Config& config) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
-    std::fprintf(stderr, "%s: needs 2+ GPUs, found %d\n", tool, n);
+  if (const std::string why = gpuShortfall(2, &n); !why.empty()) {
+    std::fprintf(stderr, "%s: %s; it runs one rank per GPU on two or more.\n", tool, why.c_str());
+    *exit_code = kExitSkip;
     return nullptr;
   }
   auto g = std::make_unique<Group>(n, config);
   if (!g->error().empty()) {
     std::fprintf(stderr, "%s: %s\n", tool, g->error().c_str());
+    *exit_code = kExitFailed;
     return nullptr;
   }
   return g;

@@ -15,6 +15,17 @@
 
 namespace arfbench {
 
+// Exit statuses of every tool and benchmark: 0 success, 1 a failed check or measurement, 2 a usage
+// error, 77 the machine cannot run it (ctest's and automake's "skipped").
+constexpr int kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitSkip = 77;
+
+// "" if at least `need` CUDA GPUs are visible, else a sentence a person understands saying why not
+// (no driver, no GPU, too few). *found gets the count.
+std::string gpuShortfall(int need, int* found);
+// Versions as people write them: CUDA 13000 -> "13.0", NCCL 22809 -> "2.28.9".
+std::string cudaVersionString(int version);
+std::string ncclVersionString(int version);
+
 // kOneShotFlag: the one-shot with the FlagBarrier sync mode (flag protocol, no PDL), the default on
 // arches where GridDependency is not validated; kOneShot/kTwoShot take the sync mode Auto picks.
 // kPeerCopy: every rank copies the message into the next rank's memory with the copy engine;
@@ -58,9 +69,10 @@ class Group {
   std::string error_;
 };
 
-// The tools' common start: a Group over every visible GPU (2 or more). On failure prints why on
-// stderr, prefixed by `tool`, and returns null.
-std::unique_ptr<Group> openAllGpus(const char* tool, const arfusion::Config& config = arfusion::Config());
+// The tools' common start: a Group over every visible GPU (2 or more). Otherwise prints why on
+// stderr, prefixed by `tool`, sets *exit_code (kExitSkip: too few GPUs; kExitFailed: the group
+// could not be built) and returns null.
+std::unique_ptr<Group> openAllGpus(const char* tool, int* exit_code, const arfusion::Config& config = arfusion::Config());
 
 // One timed repeat on stream s: e0, whatever `enqueue` issues ("" or why it failed), e1, and the
 // elapsed milliseconds in *ms. "" or why it could not be timed; a non-positive time is an error
@@ -71,9 +83,8 @@ std::string timeOnce(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const std::
 void fillRandom(void* p, size_t count, arfusion::DType dtype, unsigned long long seed, cudaStream_t s);
 
 // Copies the first bytes / 16 * 16 bytes from src to dst, a peer's buffer, with 16-byte SM stores
-// from one 512-thread block per SM. On the H200 pair every variant with that many blocks or more (one
-// or four packs per thread in flight, weak or relaxed.sys stores) came within 1% of the fastest
-// (benchmarks/results/2026-11-30-h200x2-v7/experiments/peer-bandwidth/).
+// from one 512-thread block per SM. On 2 x H200 NVLink every variant with that many blocks or more
+// (one or four packs per thread in flight, weak or relaxed.sys stores) came within 1% of the fastest.
 void peerStore(const void* src, void* dst, size_t bytes, cudaStream_t s);
 
 }  // namespace arfbench

@@ -74,11 +74,11 @@ int main(int argc, char** argv) {
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "arfusion-bench: %s needs a value\n", a.c_str());
-        std::exit(2);
+        std::exit(arfbench::kExitUsage);
       }
       return argv[++i];
     };
-    if (a == "--help" || a == "-h") { usage(); return 0; }
+    if (a == "--help" || a == "-h") { usage(); return arfbench::kExitOk; }
     else if (a == "--world") world = std::atoi(next().c_str());
     else if (a == "--min-bytes") min_bytes = std::atoll(next().c_str());
     else if (a == "--max-bytes") max_bytes = std::atoll(next().c_str());
@@ -89,30 +89,31 @@ int main(int argc, char** argv) {
       dtypes.clear();
       for (auto& s : split(next())) {
         DType d;
-        if (!parseDType(s, &d)) { std::fprintf(stderr, "arfusion-bench: unknown dtype %s\n", s.c_str()); return 2; }
+        if (!parseDType(s, &d)) { std::fprintf(stderr, "arfusion-bench: unknown dtype %s\n", s.c_str()); return arfbench::kExitUsage; }
         dtypes.push_back(d);
       }
     } else if (a == "--op") {
       const std::string o = next();
       if (o == "allreduce") op = Op::kAllReduce;
       else if (o == "allreduce_add") op = Op::kAllReduceAdd;
-      else if (o != "allreduce_add_rmsnorm") { std::fprintf(stderr, "arfusion-bench: unknown op %s\n", o.c_str()); return 2; }
-    } else { std::fprintf(stderr, "arfusion-bench: unknown option %s (see --help)\n", a.c_str()); return 2; }
+      else if (o != "allreduce_add_rmsnorm") { std::fprintf(stderr, "arfusion-bench: unknown op %s\n", o.c_str()); return arfbench::kExitUsage; }
+    } else { std::fprintf(stderr, "arfusion-bench: unknown option %s (see --help)\n", a.c_str()); return arfbench::kExitUsage; }
   }
   int ngpu = 0;
-  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
-    std::fprintf(stderr, "arfusion-bench: no CUDA GPU is visible on this machine; nothing to measure.\n");
-    return 1;
+  if (const std::string why = arfbench::gpuShortfall(1, &ngpu); !why.empty()) {
+    std::fprintf(stderr, "arfusion-bench: %s; nothing to measure.\n", why.c_str());
+    return arfbench::kExitSkip;
   }
   if (world == 0) world = ngpu;
   if (world < 2 || world > ngpu) {
-    std::fprintf(stderr, "arfusion-bench: needs 2..%d ranks (one GPU each); %d GPU(s) visible, --world %d\n", std::max(2, ngpu), ngpu, world);
-    return 1;
+    std::fprintf(stderr, "arfusion-bench: the allreduce is timed with one rank per GPU, on 2 to %d GPUs; this machine has %d%s.\n",
+                 std::max(2, ngpu), ngpu, world > ngpu ? " (fewer than --world)" : "");
+    return arfbench::kExitSkip;
   }
   arfbench::Group g(world);
   if (!g.error().empty()) {
     std::fprintf(stderr, "arfusion-bench: %s\n", g.error().c_str());
-    return 1;
+    return arfbench::kExitFailed;
   }
   const Path paths[] = {Path::kNcclAllReduce, Path::kAddRMSNorm, Path::kNcclPath, Path::kOneShot, Path::kTwoShot, Path::kAuto};
   const int kPaths = 6;
@@ -188,19 +189,25 @@ int main(int argc, char** argv) {
   json << "  ],\n  \"auto_slower_than_nccl_path_by_3pct\": " << slower_than_nccl << ",\n  \"auto_off_fastest_by_5pct\": " << off_best << "\n}\n";
   csv.close();
   json.close();
+  int errors = 0;
   for (const Row& r : rows)
     for (int p = 0; p < kPaths; ++p)
-      if (!r.err[p].empty()) std::printf("note: %s at %lld x %lld: %s\n", arfbench::pathName(paths[p]), (long long)r.tokens, (long long)r.hidden, r.err[p].c_str());
+      if (!r.err[p].empty()) {
+        ++errors;
+        std::printf("error: %s at %lld x %lld: %s\n", arfbench::pathName(paths[p]), (long long)r.tokens, (long long)r.hidden, r.err[p].c_str());
+      }
   std::printf("auto slower than the NCCL path by > 3%%: %d of %zu sizes; auto > 5%% off the fastest: %d\n", slower_than_nccl, rows.size(), off_best);
+  // The plot: the installed script beside this executable, else the source tree's.
   const std::string exe = argv[0];
-  const std::string plot = exe.substr(0, exe.rfind('/') + 1) + "../tools/plot_bench.py";
-  for (const std::string& cand : {plot, std::string("tools/plot_bench.py")}) {
-    if (access(cand.c_str(), R_OK) == 0) {
-      const std::string cmd = "python3 '" + cand + "' '" + out_dir + "/results.csv' '" + out_dir + "/results.png'";
-      if (std::system(cmd.c_str()) != 0) std::printf("note: no plot (python3 with matplotlib needed)\n");
+  const std::string beside = exe.substr(0, exe.rfind('/') + 1) + "arfusion-plot-bench";
+  for (const std::string& script : {beside, std::string(ARFUSION_PLOT_SCRIPT)}) {
+    if (access(script.c_str(), R_OK) == 0) {
+      const std::string cmd = "python3 '" + script + "' '" + out_dir + "/results.csv' '" + out_dir + "/results.png'";
+      if (std::system(cmd.c_str()) != 0) std::printf("note: no plot (it needs python3 with matplotlib)\n");
       break;
     }
   }
-  std::printf("wrote %s/results.csv, results.json%s\n", out_dir.c_str(), "");
-  return 0;
+  std::printf("wrote %s/results.csv, results.json\n", out_dir.c_str());
+  if (errors) std::printf("%d measurement(s) failed (above)\n", errors);
+  return errors ? arfbench::kExitFailed : arfbench::kExitOk;
 }

@@ -3,13 +3,14 @@
 // on all visible GPUs as ranks: fresh random inputs, outputs poisoned before each call, compared with
 // a float64 reference at stated tolerances, every element written, outputs bitwise identical on all
 // ranks, and bitwise equal to the NCCL path at 2 ranks. Prints the worst absolute error and ulp
-// distance per output; exits 1 on any failure (or without a GPU).
+// distance per output. Exit 0 all passed, 1 a check failed, 77 too few GPUs (one rank per GPU), 2 usage.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_harness.h"
 #include "gpu_harness.h"
 
 using arfusion::DType;
@@ -23,14 +24,15 @@ int main(int argc, char** argv) {
     else {
       std::printf("usage: arfusion-check [--quick] [--world N]\n"
                   "  Checks every arfusion path against a float64 reference and the NCCL path on the GPUs\n"
-                  "  of this machine (one rank per GPU, default all). Exit status 1 on any failure.\n");
-      return std::strcmp(argv[i], "--help") ? 2 : 0;
+                  "  of this machine (one rank per GPU, default all). Exit 0 all passed, 1 a check failed,\n"
+                  "  77 too few GPUs.\n");
+      return std::strcmp(argv[i], "--help") ? arfbench::kExitUsage : arfbench::kExitOk;
     }
   }
-  const int ngpu = arftest::gpuCount();
-  if (ngpu < 1) {
-    std::fprintf(stderr, "arfusion-check: no CUDA GPU is visible; nothing to check.\n");
-    return 1;
+  int ngpu = 0;
+  if (const std::string why = arfbench::gpuShortfall(1, &ngpu); !why.empty()) {
+    std::fprintf(stderr, "arfusion-check: %s; nothing to check.\n", why.c_str());
+    return arfbench::kExitSkip;
   }
   if (world == 0) world = ngpu;
   std::vector<arftest::ShapeCase> cases;
@@ -57,7 +59,7 @@ int main(int argc, char** argv) {
   }, &skip);
   if (!skip.empty()) {
     std::fprintf(stderr, "arfusion-check: %s\n", skip.c_str());
-    return 1;
+    return arfbench::kExitSkip;
   }
   std::printf("arfusion-check: %d rank(s); each row covers every path x sync mode x op (allreduce, +add, +RMSNorm)\n", world);
   std::printf("%-5s %6s %6s  %-4s %12s %8s %12s %8s %12s %8s  %s\n", "dtype", "tokens", "hidden", "ok", "ar max|err|", "ar ulp",
@@ -76,5 +78,5 @@ int main(int argc, char** argv) {
   }
   if (!err.empty() && failed == 0) std::printf("failure: %s\n", err.c_str());
   std::printf("%d of %zu shapes checked, %d failed\n", run, cases.size(), failed);
-  return (failed || !err.empty() || run < int(cases.size())) ? 1 : 0;
+  return (failed || !err.empty() || run < int(cases.size())) ? arfbench::kExitFailed : arfbench::kExitOk;
 }

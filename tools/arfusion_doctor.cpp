@@ -1,8 +1,8 @@
 // arfusion-doctor: what arfusion sees on this machine and what it will do. GPUs and arches, the
 // peer-access matrix and link type, NCCL version, the multicast setting, then (2+ GPUs) a
 // communicator over all GPUs: the self-check and speed-check outcomes, the sync mode and Auto table in force, and the
-// plan for typical decode and prefill shapes. Warnings a user must act on are marked "WARN".
-// Exit status: 0 healthy, 1 no GPU or a failure, 3 healthy but with warnings.
+// plan for typical decode and prefill shapes. Findings a user must act on are marked "WARN".
+// Exit status: 0 healthy, 1 a failure or a WARN finding, 77 no GPU to diagnose, 2 usage.
 #include <nccl.h>
 
 #include <cstdio>
@@ -16,8 +16,9 @@
 int main(int argc, char** argv) {
   if (argc > 1) {
     std::printf("usage: arfusion-doctor\n  Reports GPUs, peer access, link types, NCCL, and the strategy and sync mode arfusion\n"
-                "  would use here, with the reason for each. Exit 0 healthy, 3 warnings, 1 failure.\n");
-    return std::strcmp(argv[1], "--help") ? 2 : 0;
+                "  would use here, with the reason for each. Exit 0 healthy, 1 a failure or a WARN finding,\n"
+                "  77 no GPU.\n");
+    return std::strcmp(argv[1], "--help") ? arfbench::kExitUsage : arfbench::kExitOk;
   }
   int warnings = 0;
   auto warn = [&](const std::string& m) {
@@ -28,11 +29,13 @@ int main(int argc, char** argv) {
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&drv);
   ncclGetVersion(&nv);
-  std::printf("arfusion %d.%d.%d, CUDA runtime %d, driver %d, NCCL %d\n", ARFUSION_VERSION_MAJOR, ARFUSION_VERSION_MINOR,
-              ARFUSION_VERSION_PATCH, rt, drv, nv);
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::printf("FAIL  no CUDA GPU is visible (%s)\n", cudaGetErrorString(cudaGetLastError()));
-    return 1;
+  std::printf("arfusion %d.%d.%d, CUDA runtime %s, driver %s, NCCL %s\n", ARFUSION_VERSION_MAJOR, ARFUSION_VERSION_MINOR,
+              ARFUSION_VERSION_PATCH, arfbench::cudaVersionString(rt).c_str(),
+              drv ? arfbench::cudaVersionString(drv).c_str() : "none (no NVIDIA driver is loaded)",
+              arfbench::ncclVersionString(nv).c_str());
+  if (const std::string why = arfbench::gpuShortfall(1, &n); !why.empty()) {
+    std::printf("%s: nothing to diagnose.\n", why.c_str());
+    return arfbench::kExitSkip;
   }
   int major0 = -1, minor0 = -1;
   for (int d = 0; d < n; ++d) {
@@ -67,12 +70,12 @@ int main(int argc, char** argv) {
   std::printf("NCCL_NVLS_ENABLE=%s (arfusion never uses NVLink multicast)\n", nvls ? nvls : "(unset)");
   if (n < 2) {
     std::printf("one GPU: arfusion runs the local add-RMSNorm only\n");
-    return warnings ? 3 : 0;
+    return warnings ? arfbench::kExitFailed : arfbench::kExitOk;
   }
   arfbench::Group g(n);
   if (!g.error().empty()) {
     std::printf("FAIL  creating a %d-rank communicator: %s\n", n, g.error().c_str());
-    return 1;
+    return arfbench::kExitFailed;
   }
   std::printf("communicator over %d GPUs (threads, one GPU each):\n", n);
   struct Sh {
@@ -85,7 +88,7 @@ int main(int argc, char** argv) {
     const arfusion::Status st = arfusion::plan(g.comm(0), arfusion::Shape{s.tokens, s.hidden, arfusion::DType::kBFloat16}, &p);
     if (st != arfusion::Status::kSuccess) {
       std::printf("FAIL  plan: %s\n", arfusion::lastError());
-      return 1;
+      return arfbench::kExitFailed;
     }
     std::printf("  %-20s %5lld x %-5lld -> %-8s grid %3d  %s\n", s.what, (long long)s.tokens, (long long)s.hidden,
                 arfusion::toString(p.strategy), p.blocks, p.reason);
@@ -93,5 +96,5 @@ int main(int argc, char** argv) {
     if (s.tokens == 1 && p.strategy == arfusion::Strategy::kNccl && std::strstr(p.reason, "speed check"))
       warn(std::string("the speed check found the fused one-shot slower than the NCCL path even for one token: ") + p.reason);
   }
-  return warnings ? 3 : 0;
+  return warnings ? arfbench::kExitFailed : arfbench::kExitOk;
 }

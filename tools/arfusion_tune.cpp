@@ -14,7 +14,8 @@
 
 #include "bench_harness.h"
 #include "host/communicator.h"
-#include "host/plan.h"
+#include "host/auto_table.h"
+#include "host/tuning_file.h"
 
 using arfbench::Path;
 
@@ -44,8 +45,9 @@ int main(int argc, char** argv) {
   }
   arfusion::Config cfg;
   cfg.tuning_file = nullptr;
-  const std::unique_ptr<arfbench::Group> group = arfbench::openAllGpus("arfusion-tune", cfg);
-  if (!group) return 1;
+  int exit_code = arfbench::kExitOk;
+  const std::unique_ptr<arfbench::Group> group = arfbench::openAllGpus("arfusion-tune", &exit_code, cfg);
+  if (!group) return exit_code;
   arfbench::Group& g = *group;
   const int n = g.world();
   const int64_t row = hidden * (dtype == arfusion::DType::kFloat32 ? 4 : 2);
@@ -69,7 +71,7 @@ int main(int argc, char** argv) {
   const auto& topo = g.comm(0)->topo;
   arfusion::detail::AutoTable table = arfusion::detail::tableFromMeasurements(rows, margin, out);
   // The rows from which the two-shot wins: a floor that also holds at other hidden sizes, where the
-  // byte rules alone would put the two-shot on a few wide rows (plan.cpp, session 12).
+  // byte rules alone would put the two-shot on a few wide rows (docs/design.md, "Auto").
   table.twoshot_min_tokens = arfusion::detail::twoShotTokenFloor(rows);
   const std::string text = arfusion::detail::formatTuning(topo, table);
   std::ofstream f(out);

@@ -8,7 +8,7 @@ namespace arfusion::detail {
 
 struct ArchPolicy {
   SyncMode default_sync;  // what SyncMode::kAuto means on this arch before the self-check
-  bool measured_here;     // an Auto table measured on this arch exists (plan.cpp)
+  bool measured_here;     // an Auto table measured on this arch exists (auto_table.h)
   const char* why;        // one line for plan() and the doctor
 };
 

@@ -1,452 +1,20 @@
-// Communicator creation and teardown: workspace, peer access, and the values every rank agrees on.
+// The communicator's life after creation: one call (validate, plan, launch), health, teardown.
 #include "communicator.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <climits>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <mutex>
-#include <random>
-#include <string>
 
-#include "arch.h"
 #include "device_guard.h"
-#include "env.h"
 #include "errors.h"
+#include "nccl_path.h"
+#include "validate.h"
 
 namespace arfusion {
-namespace detail {
 
-Status selfCheck(Communicator* comm);      // selfcheck.cpp
-Status speedCheck(Communicator* comm);     // selfcheck.cpp
-bool speedCheckForced(int rank);           // selfcheck.cpp (testing::setSpeedCheckFault)
-
-namespace {
-
-// What each rank tells the others at creation. Fixed size: exchanged with allGather.
-struct PeerInfo {
-  int32_t ok;        // this rank's setup up to the exchange succeeded
-  char why[160];     // if not, why
-  uint64_t workspace_bytes;
-  int32_t strategy, sync_mode, self_check;
-  int32_t speed_check_forced;  // testing::setSpeedCheckFault: run the speed check if any rank says so
-  int32_t max_blocks;  // Config::max_blocks (0: no cap)
-  uint64_t host_hash;
-  uint64_t process_id;  // processId(): tells processes apart where pids repeat (containers)
-  int32_t pid;
-  int32_t device;  // ordinal in its own process
-  char bus_id[32];
-  int32_t sm_count;
-  int32_t row_clusters[kMaxRowBlocks + 1];  // [s]: one-shot clusters of s = 2, 4 blocks resident at once (others 0)
-  int32_t cc_major, cc_minor;
-  int32_t ipc_ok;
-  cudaIpcMemHandle_t ipc;
-  uint64_t base;  // workspace pointer in its own process (valid for same-process peers)
-};
-
-struct Verdict {
-  int32_t ok;
-  char why[160];
-};
-
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-// Same host = same hostname and same boot id (containers on one machine share the boot id and may
-// not share hostnames; either differing means "not provably the same host").
-uint64_t hostHash() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  std::string id;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, id);
-  return fnv1a(id, fnv1a(name));
-}
-
-// Random per process, drawn once: two ranks are threads of one process (and may use each other's
-// workspace pointers as they are) only if pid and this agree. Containers on one host each have
-// their own pid 1; the pid alone would take their ranks for threads of one process.
-uint64_t processId() {
-  static const uint64_t id = [] {
-    std::random_device rd;
-    return (uint64_t(rd()) << 32 | rd()) ^ uint64_t(getpid());
-  }();
-  return id;
-}
-
-bool sameProcess(const PeerInfo& a, const PeerInfo& b) { return a.pid == b.pid && a.process_id == b.process_id; }
-
-// Every rank contributes a verdict; all agree on the first failing one.
-Status agree(Bootstrap& boot, bool ok, const std::string& why, bool* all_ok, std::string* first_why) {
-  Verdict mine{};
-  mine.ok = ok ? 1 : 0;
-  std::snprintf(mine.why, sizeof mine.why, "%s", why.c_str());
-  std::vector<Verdict> all(boot.world());
-  ARF_TRY(boot.allGather(&mine, all.data(), sizeof(Verdict)));
-  *all_ok = true;
-  for (int r = 0; r < boot.world(); ++r) {
-    if (!all[r].ok) {
-      *all_ok = false;
-      *first_why = "rank " + std::to_string(r) + ": " + all[r].why;
-      break;
-    }
-  }
-  return Status::kSuccess;
-}
-
-// Fused blocks of the live communicators per device in this process: a warning when they could not
-// all be resident at once (see Config::max_blocks).
-std::mutex g_blocks_mu;
-std::map<int, int> g_blocks_on_device;
-
-}  // namespace
-
-Status createCommunicator(std::unique_ptr<Bootstrap> boot, ncclComm_t nccl, const Config& config_in,
-                          Communicator** out, int max_blocks_cap, const std::string& pre_error) {
-  std::unique_ptr<Communicator> c(new Communicator());
-  c->nccl = nccl;
-  c->rank = boot->rank();
-  c->world = boot->world();
-  cudaDeviceProp prop{};
-  PeerInfo me{};
-  // Everything up to the first exchange may fail on one rank only (a bad environment variable in
-  // one process, an allocation failure): the failure is carried into the exchange, so every rank
-  // learns it and fails the same way instead of waiting for a rank that already gave up.
-  const Status local = [&]() -> Status {
-    if (!pre_error.empty()) return fail(Status::kInvalidArgument, pre_error);
-    if (config_in.version != kConfigVersion)
-      return failf(Status::kInvalidArgument, "Config::version is %u, this library expects %u", config_in.version, kConfigVersion);
-    c->config = config_in;
-    if (config_in.tuning_file) {
-      c->tuning_file_storage = config_in.tuning_file;
-      c->config.tuning_file = c->tuning_file_storage.c_str();
-    }
-    if (c->config.read_env) ARF_TRY(applyEnv(processEnv(), &c->config, &c->tuning_file_storage));
-    bool split = true;
-    ARF_TRY(twoShotSplitFromEnv(processEnv(), &split));  // whatever read_env says (env.h)
-    c->dev.two_shot_split = split ? 1 : 0;
-    const Config& cfg = c->config;
-    if (cfg.timeout_seconds <= 0 || !(cfg.timeout_seconds < 1e9))
-      return failf(Status::kInvalidArgument, "timeout_seconds must be > 0 (got %g)", cfg.timeout_seconds);
-    if (cfg.workspace_bytes < (size_t(1) << 20))
-      return failf(Status::kInvalidArgument, "workspace_bytes must be >= 1 MiB (got %zu)", cfg.workspace_bytes);
-    if (cfg.max_blocks < 0) return failf(Status::kInvalidArgument, "max_blocks must be >= 0 (got %d)", cfg.max_blocks);
-    if (static_cast<unsigned>(cfg.strategy) > 3 || static_cast<unsigned>(cfg.sync_mode) > 2)
-      return fail(Status::kInvalidArgument, "Config::strategy or sync_mode is not a valid enum value");
-    if (c->world < 1 || c->world > kMaxRanks)
-      return failf(Status::kNotSupported, "world size %d: arfusion supports 1..%d ranks", c->world, kMaxRanks);
-    c->strategy = cfg.strategy;
-    c->sync = cfg.sync_mode;
-    ARF_CUDA(cudaGetDevice(&c->device));
-    ARF_CUDA(cudaGetDeviceProperties(&prop, c->device));
-    const WorkspaceLayout layout(cfg.workspace_bytes, c->world);
-    ARF_CUDA(cudaMalloc(&c->workspace, layout.total()));
-    auto* ws = static_cast<uint8_t*>(c->workspace);
-    // Control words and the flag-protocol area start zeroed: no kernel ever reads a byte nobody
-    // wrote (compute-sanitizer initcheck, run per process, cannot see a peer's stores).
-    // On a non-blocking stream of our own and waited for alone: a device-wide wait (or the legacy
-    // default stream) would also wait for other communicators' kernels, which may be waiting for a
-    // peer that is itself in this creation's exchange.
-    ARF_CUDA(cudaStreamCreateWithFlags(&c->abort_stream, cudaStreamNonBlocking));
-    ARF_CUDA(cudaMemsetAsync(ws, 0, WorkspaceLayout::kAreasOffset, c->abort_stream));
-    ARF_CUDA(cudaMemsetAsync(ws + layout.dataOffset(), 0, layout.dataBytes(), c->abort_stream));
-    // The Lamport area starts all-ones ("nothing arrived"); every reader restores it after use.
-    ARF_CUDA(cudaMemsetAsync(ws + WorkspaceLayout::kLamportOffset, 0xff, layout.lamport_bytes, c->abort_stream));
-    ARF_CUDA(cudaStreamSynchronize(c->abort_stream));
-    void* ctl = nullptr;
-    ARF_CUDA(cudaHostAlloc(&ctl, sizeof(ControlWords), cudaHostAllocMapped | cudaHostAllocPortable));
-    c->ctl = static_cast<ControlWords*>(ctl);
-    std::memset(c->ctl, 0, sizeof(ControlWords));
-    void* ctl_dev = nullptr;
-    ARF_CUDA(cudaHostGetDevicePointer(&ctl_dev, ctl, 0));
-    c->ctl_dev = static_cast<ControlWords*>(ctl_dev);
-    ARF_CUDA(cudaDeviceGetPCIBusId(me.bus_id, sizeof me.bus_id, c->device));
-    ARF_CUDA(cudaEventCreateWithFlags(&c->last_call, cudaEventDisableTiming));
-    if (nccl) {
-      c->scratch_bytes = size_t(8) << 20;
-      ARF_CUDA(cudaMalloc(&c->scratch, c->scratch_bytes));
-    }
-    return Status::kSuccess;
-  }();
-  const std::string local_error = local == Status::kSuccess ? "" : lastError();
-  const Config& cfg = c->config;
-
-  // Exchange who and where everyone is, and the settings that must agree.
-  me.ok = local == Status::kSuccess;
-  std::snprintf(me.why, sizeof me.why, "%s", local_error.c_str());
-  me.workspace_bytes = cfg.workspace_bytes;
-  me.strategy = static_cast<int32_t>(cfg.strategy);
-  me.sync_mode = static_cast<int32_t>(cfg.sync_mode);
-  me.self_check = cfg.self_check ? 1 : 0;
-  me.speed_check_forced = speedCheckForced(c->rank) ? 1 : 0;
-  me.max_blocks = cfg.max_blocks;
-  me.host_hash = hostHash();
-  me.pid = static_cast<int32_t>(getpid());
-  me.process_id = processId();
-  me.device = c->device;
-  me.sm_count = prop.multiProcessorCount;
-  for (int s = 2; s <= kMaxRowBlocks && me.ok && c->world > 1; s *= 2)  // (me{}: the rest stay 0)
-    if (oneShotMaxClusters(s, &me.row_clusters[s]) != cudaSuccess) (void)cudaGetLastError();  // it wrote 0
-
-  me.cc_major = prop.major;
-  me.cc_minor = prop.minor;
-  me.ipc_ok = me.ok && cudaIpcGetMemHandle(&me.ipc, c->workspace) == cudaSuccess;
-  (void)cudaGetLastError();
-  me.base = reinterpret_cast<uint64_t>(c->workspace);
-  std::vector<PeerInfo> peers(c->world);
-  ARF_TRY(boot->allGather(&me, peers.data(), sizeof(PeerInfo)));
-  if (!me.ok) return fail(local, local_error);
-  for (int r = 0; r < c->world; ++r)
-    if (!peers[r].ok) return failf(Status::kInvalidArgument, "rank %d failed to create its communicator: %s", r, peers[r].why);
-  // Workspace size (region addressing on peers), strategy, sync mode and self-check (what kernels
-  // wait for) must be the same everywhere: a rank with a larger workspace would write past a
-  // peer's allocation.
-  for (int r = 0; r < c->world; ++r) {
-    const PeerInfo& p = peers[r];
-    if (p.workspace_bytes != me.workspace_bytes || p.strategy != me.strategy || p.sync_mode != me.sync_mode ||
-        p.self_check != me.self_check)
-      return failf(Status::kInvalidArgument,
-                   "ranks disagree on settings (rank %d: workspace %llu B, strategy %d, sync %d, self_check %d; rank %d: "
-                   "%llu B, %d, %d, %d): Config and ARFUSION_* must be the same on every rank",
-                   r, (unsigned long long)p.workspace_bytes, p.strategy, p.sync_mode, p.self_check, c->rank,
-                   (unsigned long long)me.workspace_bytes, me.strategy, me.sync_mode, me.self_check);
-  }
-
-  const bool speed_check_forced =
-      std::any_of(peers.begin(), peers.end(), [](const PeerInfo& p) { return p.speed_check_forced != 0; });
-
-  Topology& t = c->topo;
-  t.world = c->world;
-  t.has_nccl = nccl != nullptr;
-  t.cc_major = prop.major;
-  t.cc_minor = prop.minor;
-  t.max_blocks = max_blocks_cap > 0 ? std::min(max_blocks_cap, kMaxBlocksCap) : kMaxBlocksCap;
-  bool any_pcie = false, any_nvlink = false;
-  bool local_ok = true;
-  std::string local_why;
-  std::vector<int> peer_dev(c->world, -1);
-  for (int r = 0; r < c->world; ++r) {
-    const PeerInfo& p = peers[r];
-    t.max_blocks = std::min(t.max_blocks, int(p.sm_count));
-    if (p.max_blocks > 0) t.max_blocks = std::min(t.max_blocks, int(p.max_blocks));
-    if (p.cc_major != prop.major || p.cc_minor != prop.minor) t.mixed_arch = true;
-    if (r == c->rank || !local_ok) continue;
-    if (p.host_hash != me.host_hash) {
-      local_ok = false;
-      local_why = "ranks span hosts (rank " + std::to_string(r) + " is on another host)";
-      continue;
-    }
-    const bool same_process = sameProcess(p, me);
-    if (same_process) {
-      peer_dev[r] = p.device;
-    } else if (cudaDeviceGetByPCIBusId(&peer_dev[r], p.bus_id) != cudaSuccess) {
-      (void)cudaGetLastError();
-      local_ok = false;
-      local_why = std::string("GPU ") + p.bus_id + " of rank " + std::to_string(r) + " is not visible to this process";
-      continue;
-    }
-    if (!same_process && !p.ipc_ok) {
-      local_ok = false;
-      local_why = "rank " + std::to_string(r) + " could not export its workspace through CUDA IPC";
-      continue;
-    }
-    if (peer_dev[r] == c->device) continue;  // several ranks on one GPU (tests)
-    int can = 0;
-    if (cudaDeviceCanAccessPeer(&can, c->device, peer_dev[r]) != cudaSuccess) (void)cudaGetLastError(), can = 0;
-    if (!can) {
-      local_ok = false;
-      local_why = "no peer access from GPU " + std::string(me.bus_id) + " to " + p.bus_id;
-      continue;
-    }
-    // NVLink vs PCIe: native peer atomics are an NVLink (or C2C) property; PCIe peers lack them.
-    int atomics = 0;
-    if (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, c->device, peer_dev[r]) != cudaSuccess)
-      (void)cudaGetLastError(), atomics = 0;
-    (atomics ? any_nvlink : any_pcie) = true;
-  }
-  // Every kernel loaded now, not at its first launch (kernels.h, preloadKernels: lazy loading can
-  // deadlock fused kernels of two communicators); fails if the build has no code for this GPU.
-  if (c->world > 1 && !t.mixed_arch) {
-    const cudaError_t loaded = preloadKernels();
-    if (loaded != cudaSuccess) {
-      (void)cudaGetLastError();
-      local_ok = false;
-      local_why = loaded == cudaErrorNoKernelImageForDevice
-                      ? "this build has no kernel image for sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
-                            " (add it to CMAKE_CUDA_ARCHITECTURES)"
-                      : std::string("loading the fused kernels failed: ") + cudaGetErrorString(loaded);
-    }
-  }
-  // Clusters resident at once, in this communicator's share of each device (max_blocks of its
-  // SMs), the fewest over ranks: a cluster grid beyond it would wait for SMs that its peers' waits hold.
-  for (int s = 2; s <= kMaxRowBlocks; s *= 2) {
-    t.row_clusters[s] = INT_MAX;
-    for (const PeerInfo& p : peers)
-      t.row_clusters[s] = std::min<int>(t.row_clusters[s], int(int64_t(p.row_clusters[s]) * t.max_blocks / std::max(1, int(p.sm_count))));
-  }
-  t.link = c->world == 1 ? LinkType::kSingleRank : any_pcie ? LinkType::kPCIe : any_nvlink ? LinkType::kNVLink : LinkType::kSameDevice;
-  {
-    // Each rank saw its own pairs; the Auto table (and so every plan) follows the link, so all
-    // take the slowest any rank saw (LinkType's order): a driver that answered the peer-atomics
-    // query differently for the two directions of one pair cannot give two ranks two tables.
-    int32_t mine = static_cast<int32_t>(t.link);
-    std::vector<int32_t> links(c->world);
-    ARF_TRY(boot->allGather(&mine, links.data(), sizeof mine));
-    t.link = static_cast<LinkType>(*std::max_element(links.begin(), links.end()));
-  }
-  // The same on every rank: workspace_bytes and world agree (checked above), max_blocks is the minimum.
-  const WorkspaceLayout layout(cfg.workspace_bytes, c->world);
-  t.region_bytes = layout.regionBytes(t.max_blocks);
-  t.lamport_region_bytes = layout.lamportRegionBytes(t.max_blocks);
-  if (t.mixed_arch && local_ok) {
-    local_ok = false;
-    local_why = "ranks run on different GPU architectures";
-  }
-  ARF_TRY(agree(*boot, local_ok, local_why, &t.fusion_ok, &t.no_fusion_reason));
-  if (c->world == 1) t.fusion_ok = false, t.no_fusion_reason = "single rank";
-
-  // Map every peer's workspace.
-  c->peer_base.assign(c->world, nullptr);
-  c->peer_ipc.assign(c->world, false);
-  c->peer_base[c->rank] = c->workspace;
-  if (t.fusion_ok) {
-    bool mapped = true;
-    std::string why;
-    for (int r = 0; r < c->world && mapped; ++r) {
-      if (r == c->rank) continue;
-      const PeerInfo& p = peers[r];
-      if (sameProcess(p, me)) {
-        if (peer_dev[r] != c->device) {
-          const cudaError_t e = cudaDeviceEnablePeerAccess(peer_dev[r], 0);
-          if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
-            mapped = false;
-            why = std::string("cudaDeviceEnablePeerAccess: ") + cudaGetErrorString(e);
-          }
-          (void)cudaGetLastError();
-        }
-        c->peer_base[r] = reinterpret_cast<void*>(p.base);
-      } else {
-        void* ptr = nullptr;
-        const cudaError_t e = cudaIpcOpenMemHandle(&ptr, p.ipc, cudaIpcMemLazyEnablePeerAccess);
-        if (e != cudaSuccess) {
-          (void)cudaGetLastError();
-          mapped = false;
-          why = "cudaIpcOpenMemHandle of rank " + std::to_string(r) + ": " + cudaGetErrorString(e);
-        } else {
-          c->peer_base[r] = ptr;
-          c->peer_ipc[r] = true;
-        }
-      }
-    }
-    bool all_mapped = false;
-    std::string first_why;
-    ARF_TRY(agree(*boot, mapped, why, &all_mapped, &first_why));
-    if (!all_mapped) {
-      t.fusion_ok = false;
-      t.no_fusion_reason = "peer mapping failed: " + first_why;
-    }
-  }
-
-  // Device view.
-  DeviceComm& d = c->dev;
-  for (int r = 0; r < c->world; ++r) {
-    auto* base = static_cast<uint8_t*>(c->peer_base[r]);
-    d.flags[r] = base ? reinterpret_cast<uint64_t*>(base + WorkspaceLayout::kFlagsOffset) : nullptr;
-    d.data[r] = base ? base + layout.dataOffset() : nullptr;
-    d.lamport[r] = base ? base + WorkspaceLayout::kLamportOffset : nullptr;
-  }
-  d.epochs = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kEpochsOffset);
-  d.error = c->ctl_dev->error;
-  d.abort_flag = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(c->workspace) + WorkspaceLayout::kAbortOffset);
-  d.timeout_ns = static_cast<unsigned long long>(cfg.timeout_seconds * 1e9);
-  d.region_bytes = t.region_bytes;
-  d.lamport_region_bytes = t.lamport_region_bytes;
-  d.rank = c->rank;
-  d.world = c->world;
-  d.max_blocks = t.max_blocks;
-
-  // Auto table: the tuning file only if every rank loaded the same one. Every rank joins the
-  // exchange, with or without a file (hash 0), so that a file set on some ranks only cannot leave
-  // the others' later exchanges paired with this one.
-  c->table = builtinTable(t);
-  {
-    AutoTable loaded;
-    bool ok = false;
-    std::string why = "no tuning file on this rank";
-    if (cfg.tuning_file) {
-      ok = loadTuningFile(cfg.tuning_file, t, &loaded) == Status::kSuccess;
-      why = ok ? "" : lastError();
-      clearError();
-    }
-    uint64_t h = ok ? fnv1a(formatTuning(t, loaded)) : 0;
-    std::vector<uint64_t> hashes(c->world);
-    ARF_TRY(boot->allGather(&h, hashes.data(), sizeof h));
-    const bool same = std::all_of(hashes.begin(), hashes.end(), [&](uint64_t x) { return x == hashes[0] && x != 0; });
-    const bool any = std::any_of(hashes.begin(), hashes.end(), [](uint64_t x) { return x != 0; });
-    if (same) {
-      c->table = std::move(loaded);
-    } else if (cfg.tuning_file || any) {
-      logf(LogLevel::kWarn, c->rank, "tuning file ignored, built-in table used: %s",
-           ok ? "ranks loaded different tuning files (or some none)" : why.c_str());
-    }
-  }
-
-  // Sync policy, then the self-check of GridDependency where the policy would use it.
-  const ArchPolicy pol = t.mixed_arch ? archPolicyMixed() : archPolicy(t.cc_major, t.cc_minor);
-  c->sync_auto = pol.default_sync;
-  c->sync_auto_reason = pol.why;
-  if (cfg.sync_mode == SyncMode::kGridDependency && pol.default_sync != SyncMode::kGridDependency)
-    logf(LogLevel::kWarn, c->rank, "GridDependency sync forced on an arch where it is not validated (%s)", pol.why);
-  c->boot = std::move(boot);
-  // The creation-time checks run fused kernels, so none runs where the NCCL path is forced (a user
-  // may force it because fusion misbehaves on the machine); Auto then gets FlagBarrier, valid on
-  // every arch, should commSetStrategy turn it on later.
-  const bool checks = t.fusion_ok && cfg.self_check;
-  const bool nccl_forced = cfg.strategy == Strategy::kNccl;
-  if (checks && pol.default_sync == SyncMode::kGridDependency) {
-    if (!nccl_forced) {
-      ARF_TRY(selfCheck(c.get()));
-    } else {
-      c->sync_auto = SyncMode::kFlagBarrier;
-      c->sync_auto_reason = std::string(pol.why) + "; self-check not run (NCCL path forced at creation): flag barrier";
-    }
-  }
-  // The speed check where the Auto table is a guess (selfcheck.cpp): needs the NCCL path to compare.
-  if (checks && !nccl_forced && t.has_nccl && (!c->table.measured || speed_check_forced)) ARF_TRY(speedCheck(c.get()));
-
-  logf(LogLevel::kInfo, c->rank, "created: world %d, device %d (sm_%d%d), link %s, fusion %s%s, max_blocks %d (row clusters of 2/4: %d/%d), regions %zu B (Lamport %zu B), sync auto %s (%s), table %s",
-       c->world, c->device, t.cc_major, t.cc_minor, toString(t.link), t.fusion_ok ? "on" : "off: ",
-       t.fusion_ok ? "" : t.no_fusion_reason.c_str(), t.max_blocks, t.row_clusters[2], t.row_clusters[4], t.region_bytes, t.lamport_region_bytes, toString(c->sync_auto),
-       c->sync_auto_reason.c_str(), c->table.source.c_str());
-  if (t.fusion_ok) {
-    std::lock_guard<std::mutex> lock(g_blocks_mu);
-    int& used = g_blocks_on_device[c->device];
-    used += t.max_blocks;
-    c->registered_blocks = t.max_blocks;
-    if (used > prop.multiProcessorCount)
-      logf(LogLevel::kWarn, c->rank,
-           "communicators on device %d may use %d fused blocks together, more than its %d SMs: if they run at the "
-           "same time, give each a share with Config::max_blocks (ARFUSION_MAX_BLOCKS) or they can wait until the timeout",
-           c->device, used, prop.multiProcessorCount);
-  }
-  *out = c.release();
-  return Status::kSuccess;
-}
-
-}  // namespace detail
+using detail::RowArgs;
+using detail::DeviceGuard;
 
 Communicator::~Communicator() {
-  if (registered_blocks) {
-    std::lock_guard<std::mutex> lock(detail::g_blocks_mu);
-    detail::g_blocks_on_device[device] -= registered_blocks;
-  }
+  if (registered_blocks) detail::addFusedBlocks(device, -registered_blocks);
   if (device < 0) return;  // creation failed before it had a device, and so before any allocation
   detail::DeviceGuard guard(device);
   // The whole device, not last_call: launches of captured graphs are not tracked by it, and the
@@ -497,6 +65,49 @@ Status Communicator::checkHealth() {
   if (f == 0) return Status::kSuccess;
   std::lock_guard<std::mutex> lock(failure_mu);
   return detail::failf(static_cast<Status>(f), "communicator failed earlier (%s); destroy it", failure_detail.c_str());
+}
+
+Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, const Plan& plan, cudaStream_t stream) {
+  if (plan.strategy == Strategy::kNccl) return detail::ncclPath(this, a, dtype, vector, stream);
+  detail::FusedLaunch launch;
+  launch.blocks = plan.blocks;
+  launch.rows_per_step = plan.rows_per_step;
+  launch.vector = vector;
+  launch.sync = plan.sync_mode;
+  launch.dtype = dtype;
+  // Recomputed rather than read from the plan: the self-check runs one plan in both sync modes.
+  launch.lamport = detail::usesLamport(topo, Shape{a.tokens, a.hidden, dtype, a.op}, plan.strategy, plan.sync_mode,
+                                       plan.blocks, plan.rows_per_step);
+  // (A flag kernel given a plan's larger grid leaves the blocks without a row idle.)
+  launch.row_blocks = launch.lamport && plan.strategy == Strategy::kOneShot ? plan.row_blocks : 1;
+  RowArgs signed_args = a;
+  signed_args.sig = detail::callSignature(a, launch, plan.strategy);
+  const cudaError_t e = plan.strategy == Strategy::kOneShot ? detail::launchOneShot(dev, signed_args, launch, stream)
+                                                             : detail::launchTwoShot(dev, signed_args, launch, stream);
+  if (e != cudaSuccess)
+    return detail::failf(Status::kCudaError, "launching the %s kernel failed: %s", toString(plan.strategy), cudaGetErrorString(e));
+  return Status::kSuccess;
+}
+
+Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
+  ARF_TRY(detail::validateArgs(a, dtype));
+  bool capturing = false;
+  ARF_TRY(detail::validateStream(stream, device, &capturing));
+  ARF_TRY(checkHealth());
+  DeviceGuard guard(device);
+  if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
+  std::lock_guard<std::mutex> lock(call_mu);
+  Plan p;
+  ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op}, &p));
+  // One call in flight per communicator: an eager call first waits for the previous one, on
+  // whatever stream it ran (two calls in flight would share epochs and slots and could wait on
+  // each other forever). Unconditional: a stream handle can be reused after its stream was
+  // destroyed, and on the same stream the wait costs nothing. Inside a capture this ordering is
+  // the caller's (header, "Conventions").
+  if (!capturing) ARF_CUDA(cudaStreamWaitEvent(stream, last_call, 0));
+  ARF_TRY(runPlanned(a, dtype, detail::vectorizable(a, dtype), p, stream));
+  if (!capturing) ARF_CUDA(cudaEventRecord(last_call, stream));
+  return Status::kSuccess;
 }
 
 }  // namespace arfusion

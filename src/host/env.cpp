@@ -1,5 +1,7 @@
 #include "env.h"
 
+#include "names.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -23,23 +25,6 @@ const int kNumEnvVars = sizeof(kEnvVars) / sizeof(kEnvVars[0]);
 
 EnvLookup processEnv() {
   return [](const char* name) -> const char* { return std::getenv(name); };
-}
-
-bool parseStrategy(const char* t, Strategy* out) {
-  if (!std::strcmp(t, "auto")) *out = Strategy::kAuto;
-  else if (!std::strcmp(t, "oneshot")) *out = Strategy::kOneShot;
-  else if (!std::strcmp(t, "twoshot")) *out = Strategy::kTwoShot;
-  else if (!std::strcmp(t, "nccl")) *out = Strategy::kNccl;
-  else return false;
-  return true;
-}
-
-bool parseSyncMode(const char* t, SyncMode* out) {
-  if (!std::strcmp(t, "auto")) *out = SyncMode::kAuto;
-  else if (!std::strcmp(t, "griddep")) *out = SyncMode::kGridDependency;
-  else if (!std::strcmp(t, "flag")) *out = SyncMode::kFlagBarrier;
-  else return false;
-  return true;
 }
 
 namespace {

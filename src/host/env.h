@@ -1,4 +1,4 @@
-// Every ARFUSION_* environment variable, read in this one place (README, "Environment").
+// Every ARFUSION_* environment variable, read in this one place (docs/api.md, "Environment").
 #pragma once
 
 #include <functional>
@@ -13,7 +13,7 @@ namespace arfusion::detail {
 using EnvLookup = std::function<const char*(const char*)>;
 EnvLookup processEnv();
 
-// One row per variable: its name and what it sets. The README table is written from this list.
+// One row per variable: its name and what it sets. docs/api.md lists the same.
 struct EnvVar {
   const char* name;
   const char* help;
@@ -27,14 +27,10 @@ extern const int kNumEnvVars;
 Status applyEnv(const EnvLookup& env, Config* config, std::string* tuning_file_storage);
 
 // ARFUSION_TWO_SHOT_SPLIT: a diagnostic switch, not a Config field, so commCreate reads it whatever
-// Config::read_env says (the sanitizer runs of tools/device_check.sh set it for tests that keep
-// read_env false). *split is true unless the variable is "0"; a value other than 0 or 1 is
+// Config::read_env says (the compute-sanitizer tests set it for tests that keep read_env false). *split is true unless the variable is "0"; a value other than 0 or 1 is
 // kInvalidArgument. It changes how one block schedules its own steps, not what it signals or waits
 // for (twoshot.cu), so ranks may differ and still agree.
 Status twoShotSplitFromEnv(const EnvLookup& env, bool* split);
-
-bool parseStrategy(const char* text, Strategy* out);  // auto|oneshot|twoshot|nccl
-bool parseSyncMode(const char* text, SyncMode* out);  // auto|griddep|flag
 
 // ARFUSION_LOG=error|warn|info|debug (default warn), read once per process.
 LogLevel processLogLevel();

@@ -20,7 +20,7 @@ constexpr int kThreads = 512;
 // that re-reads residual_out (its own writes) for the norm.
 constexpr int kMaxVecPerThread = 4;
 // Most blocks that may share a row (a thread block cluster of 2 or 4; the portable limit is 8,
-// which measured slower than 4 at 1 x 8192 on H200, docs/PERF-NOTES.md session 18).
+// which measured slower than 4 at 1 x 8192 on H200).
 constexpr int kMaxRowBlocks = 4;
 // Data slots per block region. Two: the "data ready" flag of epoch e also proves the peer finished
 // reading the other slot (epoch e-1), so epoch e+1 may overwrite it. See sync.cuh.
@@ -159,10 +159,9 @@ inline cudaError_t forEachKernel(const KernelVisitor& visit) {
 // launch, and a load may wait for the device to go idle (CUDA Programming Guide, "Lazy Loading",
 // concurrent execution). A fused kernel spins until its peers run the same call: if a peer's host
 // thread sits in such a load, waiting for its device, whose own fused kernel of another
-// communicator waits for us, neither finishes until the timeout. Measured (H200 pair, session 9):
-// two communicators used at once from a fresh process timed out or hung in 10 of 10 runs without
-// this, 0 of 6 with it. commCreate calls this; it fails with cudaErrorNoKernelImageForDevice when
-// the build has no code for the device.
+// communicator waits for us, neither finishes until the timeout (two communicators used at once
+// from a fresh process timed out or hung in 10 of 10 runs without this). commCreate calls this; it
+// fails with cudaErrorNoKernelImageForDevice when the build has no code for the device.
 inline cudaError_t preloadKernels() {
   return forEachKernel([](const void* kernel) {
     cudaFuncAttributes attr;

@@ -35,16 +35,10 @@ namespace arfusion::detail {
 // The result is the same bits for every kVpt.
 // Loads before the wait: residual_in is loaded before sumFn (which, in the fused kernels, waits for
 // the peers), and so is gamma of each thread's first vector; the other vectors' gamma comes after
-// the block reduction. Gamma of every vector early kept 16-32 more registers live and measured
-// slower (session 4: add-RMSNorm at 3 blocks per SM spilled, 8192 x 8192 164 vs 133 us); the first
-// vector alone costs ~4 registers, no spill, and took the one-shot at 1 x 4096 from 4.6 to 4.1-4.5 us
-// (H200 pair, session 5, same-run A/B of 2 runs each: bf16 4.6/4.6 -> 4.3/4.5, fp16 4.6/4.6 ->
-// 4.2/4.1; benchmarks/results/2026-11-30-h200x2-v5/experiments/pipelined-oneshot/table.txt).
-// kAllGammaEarly: with kVpt <= 2, every vector's gamma is loaded before sumFn, not the first only:
-// 4-8 more live registers, so only in the kernels that have them to spare (the one-shots and the
-// flag two-shot; the Lamport two-shot's bf16 kernel spilled 60 bytes with it). H200 pair, bf16,
-// session 15, same-call A/B of 3 runs: flag one-shot 128 x 8192 13.8-14.0 -> 13.6-13.7 us,
-// 1 x 8192 7.2-7.4 -> 7.1; Lamport one-shot 4 x 8192 6.5-6.6 -> 6.3; the rest within noise.
+// the block reduction (gamma of every vector early spilled the add-RMSNorm kernel at 3 blocks per SM).
+// kAllGammaEarly: with kVpt <= 2, every vector's gamma is loaded before sumFn: 4-8 more live
+// registers, so only in the kernels that have them to spare (the one-shots and the flag two-shot;
+// the Lamport two-shot spilled with it).
 template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
@@ -61,8 +55,7 @@ struct RowEpilogue {
   // the norm (clusterScale) waits for the cluster barrier it arrives at before the blocks send each
   // other their partial sums: by then every block's mbarrier was initialised. The barrier is
   // relaxed: it orders nothing but the mbarrier's initialisation (the PTX ISA's
-  // fence.mbarrier_init pattern). Waiting for it right after the push cost ~0.2 us at 1 x 4096
-  // (H200 pair, session 18); at the norm it has long completed.
+  // fence.mbarrier_init pattern). Waited for at the norm, where it has long completed.
   __device__ __forceinline__ static void clusterStart(Shared& sh) {
     if (threadIdx.x == 0) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smemAddr(&sh.arrived)) : "memory");
@@ -274,8 +267,8 @@ struct RowEpilogue {
   // the cluster (st.async into sh.partial at the warp's place in the one-block layout, counted by
   // that block's mbarrier), and every block adds the kWarps sums it received in warp order. No
   // cluster barrier: one with release semantics (cluster.sync) waits for every store the block
-  // has in flight, the norm's residual_out and the peers' NVLink stores among them, and cost ~1 us
-  // at 1 x 4096 (H200 pair, session 18). Each block's wait ends once the cluster's blocks reached
+  // has in flight, the norm's residual_out and the peers' NVLink stores among them (~1 us at
+  // 1 x 4096). Each block's wait ends once the cluster's blocks reached
   // their norm, which they do within their bounded waits; after it no block writes into this
   // block's shared memory, so it may leave. One row per launch: the mbarrier's phase 0 only.
   // The cluster barrier and the mbarrier wait below have no timeout of their own: they rely on

@@ -1,71 +1,31 @@
 // One-shot fused allreduce + residual add + RMSNorm over peer memory: the decode kernel.
+// docs/design.md, "One-shot", has the reasoning and the measurements behind each choice.
 //
-// Algorithm (n ranks, grid G, R rows per step; both derived from the shape, identical on all ranks)
-//   Rows are cut into units of R consecutive rows; block b takes units b, b+G, ... For each unit,
-//   at a fresh epoch e of block b (sync.cuh):
-//     1. push: read the unit's R input rows once, store them into slot e%2 of block b's region on
-//        every peer, at this rank's sender index: (n-1) * R * row bytes leave each rank per unit;
-//     2. wait until every peer's rows arrived (one NVLink crossing);
-//     3. reduce: for each row, sum the n contributions in rank order 0..n-1 in fp32 (own rows from
-//        the input, peers' from the local region), round to T, and run the shared RowEpilogue
-//        (residual add, RMSNorm) which writes residual_out / norm_out.
-//     4. check each peer's call header (pushed after the rows): a peer in another call (shape,
-//        dtype, op) fails the communicator (sync.cuh, "Call signatures"). The flag kernel checks
-//        the signature in the flag instead.
-//   Every rank computes the same sums in the same order: outputs are bitwise identical on all ranks.
-//   Pushing (posted remote stores) rather than pulling keeps one crossing the only cross-GPU
-//   latency on the critical path.
-// Two kernels, one per sync mode (sync.cuh has both protocols):
-//   GridDependency -> oneShotLamportKernel: the data is its own ready flag (Lamport area, all-ones
-//     = not arrived, inputs sanitised); the reader polls the packs (pausing up to lamportPollPause
-//     cycles between polls), sums them and writes all-ones back. No fence and no flag on the
-//     critical path. cudaGridDependencySynchronize() before the first global access, trigger
-//     once every thread wrote its outputs (before the header check).
+// Algorithm (n ranks, grid G, R rows per step; both derived from the shape, identical on all ranks).
+//   Rows are cut into units of R rows; block b takes units b, b+G, ...; each unit is one epoch e of
+//   block b (sync.cuh):
+//     1. push: store the unit's input rows into slot e%2 of block b's region on every peer, at this
+//        rank's sender index ((n-1) * R rows leave each rank per unit);
+//     2. wait until every peer's rows arrived;
+//     3. reduce each row in rank order 0..n-1 in fp32, round to T, run the shared RowEpilogue;
+//     4. Lamport kernel: check each peer's call header (the flag kernel checks the flag's signature).
+//   Same sums, same order on every rank: outputs are bitwise identical on all ranks.
+// Two kernels, one per sync mode:
+//   GridDependency -> oneShotLamportKernel: the data is its own ready flag (no fence, no flag on the
+//     critical path); grid-dependency wait before the first global access, trigger once every
+//     thread wrote its outputs. Variants: rows over a thread block cluster (kCluster: S = 2 or 4
+//     blocks of kThreads / S threads share a row, each pushing, polling and reducing the vectors of
+//     its threads in the one-block layout, the norm's sum of squares meeting in distributed shared
+//     memory: the same bits as one block); a one-row unit's operands held in registers before the
+//     NVLink stores (kHeld); kernels compiled for two ranks (kWorld = 2).
 //   FlagBarrier -> oneShotFlagKernel: plain stores into the data area, bar.sync, release flag to
 //     every peer, acquire wait, .cg payload loads. No griddepcontrol.
-// Rows over a cluster (the Lamport kernel's kCluster form; Plan::row_blocks S = 2 or 4, small
-//   messages on the measured H200 pair, plan.cpp oneShotRowBlocks): the grid is clusters of S blocks
-//   of kThreads / S threads, cluster k takes row k. Block p of a cluster plays threads
-//   p * kThreads / S ... of the one-block layout (RowEpilogue::rowThread): it pushes, polls, clears
-//   and reduces exactly those threads' vectors, in its own region (the peer's block of the same
-//   index polls what it pushed), and the norm's sum of squares meets in distributed shared memory
-//   (RowEpilogue::clusterScale: st.async counted by an mbarrier, no release fence). Same vectors
-//   per thread, same warp sums, same order: the same bits as one block. What it buys: a decode
-//   call's time grows with the bytes each SM pushes and polls (1 x 8192 on one block: 6.2 us; on 4: 5.5).
-//   Limits: one row per cluster and launch (the mbarrier's one phase; launchOneShot refuses more),
-//   every cluster resident at once (Topology::row_clusters).
-//   Held operands: in a unit of one row (R == 1) whose row takes at most two vectors per thread
-//   (kVpt <= 2), of an op that reads a residual, the kernel loads its input, residual and gamma
-//   into registers before its NVLink stores and sums its own input from them. Why it pays: while
-//   every SM pushes (128 blocks x 16 KB), a pushing SM's dependent L2 loads take ~790 ns instead
-//   of ~185, in every PTX load form (session 21, lap.cu). One block's 8-16 KB push leaves them at
-//   ~180, so the ~1 us that session 19's trace saw such a load take at 1 x 4096 has another cause
-//   (open). The one-block form has a kernel of its own for it
-//   (kHeld: 126 registers at bf16 8192, no spill; the branch in the general kernel spilled), the
-//   cluster form a branch (its own kernel measured 0.1-0.2 us slower at 4-16 x 4096). H200 pair,
-//   bf16 Auto, same call, 3 runs: 1 x 4096 3.7-3.8 -> 3.6-3.7 us, 1 x 8192 5.3-5.4 -> 5.0-5.1
-//   (cluster, session 20 call 1); 16 x 8192 6.6 -> 6.0, 64 x 8192 9.8 -> 9.1, 128 x 8192
-//   12.8-12.9 -> 12.2-12.4 (one block per row, call 3). The plain allreduce does not hold its
-//   input: at 1-8 x 8192 that was 0.4-0.7 us slower (call 2).
-// Code size is latency here: a decode call runs each instruction about once, on an SM whose caches
-//   have not seen the kernel, so both kernels come per vectors-per-thread (1, 2, 4: dispatchVariant)
-//   and the Lamport wait inlines only its first poll (sync.cuh lamportWaitSlow); session 8 in
-//   docs/PERF-NOTES.md has the measurements.
-// Two ranks: the Lamport kernel also comes compiled for a world of two (kWorld = 2: the pushes and
-//   the rank-order sums unrolled twice instead of kMaxRanks = 8 times, each copy with its inlined
-//   poll), launched whenever the communicator has two ranks (every rank alike; kWorld = 0 serves
-//   the other sizes). Same protocol, order and bits; its PTX is 2.2-3x smaller. H200 pair, bf16,
-//   Auto, same call, 3 runs (session 25 call 7): 1 x 4096 3.6-3.7 -> 3.3 us, 8 x 4096 4.2 -> 3.6,
-//   1 x 8192 5.0-5.1 -> 4.2-4.3, 8 x 8192 5.6-5.7 -> 4.8, 64 x 8192 8.9 -> 8.4-8.5, 128 x 8192
-//   11.8-12.0 -> 11.5-11.6, plain allreduce 128 x 8192 10.3 -> 9.6-9.7; bf16 sweeps to 1 MiB
-//   geomean 0.88-0.91. A build with kMaxRanks = 2 everywhere had gained at 1-8 rows but lost
-//   0.6-1.3 us at 32-128 (call 4); its PTX copies the two-entry DeviceComm arrays to local memory
-//   for the dynamic peer index (likely cause: each peer address then comes from a local load that
-//   may queue behind the NVLink stores; not measured). Here the arrays keep kMaxRanks entries and
-//   the kernels have no local frame.
-// Limits: R * (n-1) rows (and, in the Lamport area, kLamportHeaderBytes) must fit one region
-//   (plan.cpp checks); n <= kMaxRanks; G <= max_blocks,
-//   all G blocks must be co-resident (G <= SM count) because blocks wait on peers.
+// Memory ordering: sync.cuh (flag protocol; Lamport protocol: relaxed system-scope stores and polls,
+//   the kernel boundary orders a call's clears before the next call's stores, lamportNextUnit
+//   between two units of one call).
+// Limits: R * (n-1) rows (plus the Lamport headers) fit one region (plan.cpp); n <= kMaxRanks;
+//   G <= max_blocks, and all G blocks co-resident (they wait on peers); a cluster kernel takes one
+//   row per cluster and launch (its mbarrier serves one row).
 #include <climits>
 
 #include "dispatch.cuh"
@@ -126,16 +86,12 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 }
 
 
-// kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel (header
-// comment), launched only for units of one row (R == 1) of an op that reads a residual
-// (dispatch.cuh launchFamily); it has no other path. kWorld: 2 for the kernels of two-rank
-// communicators, 0 for any world size (header comment, "Two ranks").
+// kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel, launched
+// only for units of one row (R == 1) of an op that reads a residual (dispatch.cuh launchFamily).
+// kWorld: 2 for the kernels of two-rank communicators, 0 for any world size.
 template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld>
-// (kThreads, 1): without it ptxas held this kernel to 64 registers and spilled 156-364 bytes per
-// thread (bf16); with it, 105 registers and no spill. 1 x 4096 4.8 -> 4.6 us, 16 x 8192 8.7 -> 8.3
-// (H200 pair, session 4).
-// A cluster kernel runs blocks of kThreads / row_blocks <= kThreads / 2 threads: twice the
-// registers, and no spill (at kThreads its bf16 kernels spilled 4-20 bytes).
+// One block per SM, so ptxas may use every register (at its default it spilled 156-364 bytes per
+// thread); a cluster kernel's blocks have half the threads or fewer, hence twice the registers.
 __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
@@ -172,8 +128,8 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     if (u != first) {
       lamportNextUnit();
       // A failed header check of the previous unit. A cluster's blocks would go on (their waits
-      // give up at once): one that left would strand the others in the norm's exchange. (Today a
-      // cluster takes one unit per launch: launchOneShot.)
+      // give up at once): one that left would strand the others in the norm's exchange. (A cluster
+      // takes one unit per launch: launchOneShot.)
       if (give_up && !kCluster) return;
     }
     ++epoch;
@@ -181,15 +137,14 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
 
     // 1. Push this unit's rows, sanitised, then its header, to every peer. The header goes last:
-    // before the rows, thread 0's store of it waited for the epoch load and held its warp's input
-    // loads back (H200 pair, session 19, Auto, same call, 3 runs: 4 x 4096 4.1-4.4 -> 3.9-4.0 us,
-    // 32 x 8192 7.2-7.6 -> 6.9-7.0; 1 x 4096 within noise, 3.8-4.0 -> 3.7-3.8).
+    // stored first, it held its warp's input loads back behind the epoch load.
     auto push = [&](int j, int i) {
       storeToPeers<kWorld>(c, lamportSanitize(loadPack<T, VEC>(in + (row0 + j) * a.hidden + i * VEC)),
                    [&](int peer) { return peerSlot(peer, j, i); });
     };
-    // Held operands (header comment): the row's input, residual and gamma in registers before the
-    // NVLink stores. Same vectors per thread as the loops below, so the peers see the same layout.
+    // Held operands: the row's input, residual and gamma in registers before the NVLink stores
+    // (while every SM pushes, an SM's later dependent loads wait several times longer). Same
+    // vectors per thread as the loops below, so the peers see the same layout.
     // (The kHeld kernel's rows fit by dispatchVariant's choice of kVpt <= 2.)
     const bool held = kHeld || (kCluster && kVpt <= 2 && rows == 1 && nvec <= int64_t(kThreads) * kVpt && a.op != Op::kAllReduce);
     P mine[kVpt], hres[kVpt], hgam[kVpt];
@@ -221,11 +176,9 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     }
     headers.push(c, b, epoch, a.sig);
 
-    // Every warp's pushes leave before any warp waits. The hardware runs a block's warps
-    // together, but nothing in CUDA promises that a warp spinning on a peer's data lets the other
-    // warps of its block run first. compute-sanitizer racecheck does not: there warp w waited for
-    // rows that warp w' of the peer had not pushed yet, both ranks timed out, and the racecheck run
-    // never finished (session 5). Measured free on H200 (1 x 4096 4.2 us with and without it).
+    // Every warp's pushes leave before any warp waits: nothing in CUDA promises that a warp
+    // spinning on a peer's data lets the other warps of its block run first (compute-sanitizer
+    // racecheck runs them one at a time, and without this barrier both ranks timed out there).
     __syncthreads();
 
     // 2+3. Wait for each peer pack, reduce in rank order, clear, epilogue.
@@ -264,8 +217,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     }
     // The block's last outputs are written: dependents may launch (before the header check, whose
     // load may still be in flight, and the epoch store, which only a later fused kernel reads,
-    // after its grid-dependency wait, i.e. after this grid completed). Same-call A/B, H200 pair,
-    // session 15, 3 runs: 1 x 4096 4.3-4.4 -> 4.2-4.3 us, plain allreduce 3.5 -> 3.4.
+    // after its grid-dependency wait, i.e. after this grid completed).
     if (u + step >= units) gridDependencyTrigger<kSync>();
     // 4. The peer's header: the same call? The rows are written by now; a mismatch fails the
     // communicator like a timeout (reported at the next call or by commGetAsyncError).
@@ -279,12 +231,12 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
 // launchFamily).
 struct OneShot {
   static constexpr bool kClusterRows = true;  // the Lamport kernel can spread a row over a cluster
-  static constexpr bool kHeldOperands = true;  // and hold a one-row unit's operands (header comment)
-  static constexpr bool kWorldTwo = true;      // and has kernels for two ranks (header comment)
+  static constexpr bool kHeldOperands = true;  // and hold a one-row unit's operands
+  static constexpr bool kWorldTwo = true;      // and has kernels for two ranks
   template <typename T, int VEC, int kVpt, int kWorld>
   static auto lamport(bool cluster, bool held) {
     constexpr SyncMode G = SyncMode::kGridDependency;
-    if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld>;  // holds by a branch (header comment)
+    if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld>;  // holds operands by a branch
     if constexpr (kVpt <= 2)
       if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld>;
     return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld>;
@@ -299,9 +251,9 @@ struct OneShot {
 
 }  // namespace
 
-// Vectors per thread of the in-register epilogue: the fewest the row needs (dispatchVariant). A
-// kernel whose row takes 1 of 4 unrolled vectors jumps over the other 3 on every call, and at
-// 1 x 4096 each such jump lands on code no cache of that SM holds yet (docs/PERF-NOTES.md, session 8).
+// Vectors per thread of the in-register epilogue: the fewest the row needs (dispatchVariant). Code
+// size is latency here: a decode call runs each instruction about once, on an SM whose caches have
+// not seen the kernel, so a kernel should not jump over unrolled bodies its row does not need.
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
   // A row over a cluster: the Lamport kernel, a power of two of blocks up to kMaxRowBlocks, one

@@ -17,10 +17,7 @@ namespace {
 
 // Rows of up to 2 vectors per thread (bf16/fp16 hidden <= 8192, fp32 <= 4096) compile for 3
 // resident blocks per SM (40 registers): the kernel is latency-bound per row (load, block
-// reduction, store), and a third block per SM took 8192 x 8192 bf16 from 141 to 133 us on H200
-// (gamma of every vector loaded before the reduction spilled at 40 registers, 164 us; the first
-// vector's alone, as norm_epilogue.cuh now does, does not).
-// Session-4 measurements: benchmarks/results/2026-11-29-h200x2-v4/.
+// reduction, store), and a third block per SM took 8192 x 8192 bf16 from 141 to 133 us on H200.
 template <int kVpt>
 constexpr int normMinBlocks() { return kVpt <= 2 ? 3 : 1; }
 

@@ -1,86 +1,28 @@
 // Two-shot fused allreduce + residual add + RMSNorm over peer memory: the prefill kernel.
+// docs/design.md, "Two-shot", has the reasoning, the slot-reuse proof and the measurements.
 //
 // Algorithm (n ranks, grid G, R rows per rank per step; derived from the shape, identical on all
-// ranks). Rows are cut into units of n*R rows; inside a unit, rank r owns rows [r*R, (r+1)*R).
-// Block b takes units b, b+G, ...; each unit is one epoch e of block b (sync.cuh). Slot e%2 of
-// block b's region has two parts: RS (rows peers send to their owner) and AG (sums owners send back).
-//   RS(u, e): push the unit's rows owned by each peer into that peer's RS part; signal phase 0.
-//   Per unit, in order:
-//   1. wait phase 0 of e;
-//   2. reduce the owned rows in rank order 0..n-1 (fp32, rounded to T), push each reduced vector to
-//      every peer's AG part as it is produced, and run the RowEpilogue on it locally;
-//      signal phase 1 of e;
-//   3. RS(next unit, e+1): the next transfer leaves now and overlaps steps 4-5 (pipelining);
-//   4. wait phase 1 of e;
-//   5. run the RowEpilogue on every peer-owned row of the unit, from the gathered sums.
-//   Steps 3-5 split when a next unit exists (rows of at most two vectors per thread, or of at most
-//   kThreads * 4 elements on the scalar path): warps 0-7
-//   push RS(e+1) and signal it, warps 8-15 wait for phase 1 and run step 5 (RowEpilogue::runOnHalf,
-//   the same bits), each half on its own barrier; the block joins before the next unit. One block
-//   cannot overlap its own epilogue and its push otherwise: an SM's store queue holds far less than
-//   a step, so a block that stops pushing leaves its share of the link idle, and all blocks reach
-//   step 5 together (a per-block %globaltimer trace, session 13: at 8192 x 8192, 31 us of peer-row
-//   epilogue per unit after the next unit's push had drained). With the split, smaller steps pay
-//   (plan.cpp caps a step at about 128 KiB per peer and phase): same-run A/Bs, H200 pair, bf16,
-//   sessions 13-14: 8192 x 8192 453-456 -> 423-432 us, 8192 x 4096 243-246 -> 231-236, plain
-//   allreduce 8192 x 8192 412-415 -> 402-405; one-step calls (2048 x 8192) are unchanged.
-//   A block's last unit has no next push to overlap: with the split on, its two halves finish
-//   the peers' rows two at a time (every other row each, barriers 1 and 2, the same bits): same
-//   call, 3 runs, H200 pair, bf16, session 19: 8192 x 4096 235.0-236.8 -> 231.9-232.6 us,
-//   2048 x 4096 71.0-71.9 -> 69.6-70.0, 8192 x 8192 427.6-428.9 -> 425.3-426.7; 2048 x 8192 (one
-//   unit per block) unchanged at 125.5, so that tail is not one row's latency chain after another.
-//   The split changes when this block signals and waits, never what: the same flags and epochs in
-//   the same order per phase, so ranks with and without it agree. ARFUSION_TWO_SHOT_SPLIT=0 turns
-//   it off (env.h), for compute-sanitizer racecheck: it reports hazards across the __syncthreads of
-//   later block-wide exchanges once named barriers ran, in a small microtest too, with counts that
-//   vary between identical runs (docs/PERF-NOTES.md, session 14); synccheck and memcheck are clean.
-//   A wait of the finishing half that fails is shared through the `failed` word and the whole block
-//   leaves after the join; tests/test_gpu.cpp SplitFault makes it fail there (a peer that skips
-//   its all-gather signals, testing::skipAllGatherSignals).
-//   In steps 2 and 5, while a block works on row j, a few of its threads ask L2 for row j+1's
-//   sources and residual (one cp.async.bulk.prefetch per row and source, vec.cuh prefetchRowL2), so
-//   that each row's loads no longer wait on HBM one row at a time: 8192 x 8192 479-481 -> 458-459 us,
-//   2048 x 8192 131-132 -> 126-127, plain allreduce 8192 x 8192 435-436 -> 415-416 (H200 pair, bf16,
-//   session 11, same-run A/B of 2 runs each). Two rows ahead measured no faster, a whole unit's
-//   rows at once slower (L2 pressure).
-//   The first unit's RS goes out before the loop. One step in flight cut 8192 x 8192 from 583 to
-//   553 us and 2048 x 8192 from 154 to 151 (H200 pair, 64 MB workspace); larger steps (a larger
-//   workspace) cut more, since each step's two flag crossings queue behind the bulk data.
-// Why gather the sums and not the outputs: each rank still writes its own residual_out/norm_out,
-// from its own residual_in (ranks' residuals need not be equal). Gathering sums moves
-// 2(n-1)/n * S bytes per rank; gathering residual_out and norm_out instead would move 3(n-1)/n * S,
-// and the epilogue's HBM traffic (read residual and gamma, write two outputs) is the same either way.
-// Rows are owned whole, so the norm needs no cross-rank or cross-block reduction.
-// Results are bitwise identical on all ranks: one owner reduces each row, everyone uses its sum.
-// Memory ordering: as the one-shot (sync.cuh), once per phase. Slot reuse with two slots, for a
-//   peer p of this rank at epoch e (p runs the same order):
-//   - RS part of slot (e+1)%2 in p was last read by p's step 2 of e-1; p signals phase 0 of e
-//     (its step 3 of e-1) after that, and this rank writes RS(e+1) after waiting for it (step 1 of e).
-//   - AG part of slot (e+1)%2 in p was last read by p's step 5 of e-1; p signals phase 0 of e+1 in
-//     its step 3 of e, after that (split: the join of unit e-1 orders both halves first), and this
-//     rank writes AG(e+1) only after waiting for it.
-//   So no write lands in a part a peer still reads, and no block runs more than one epoch ahead.
-// Limits: 2 * (n-1) * R rows must fit one region (plan.cpp checks); G <= SM count (co-residency).
-//   Tokens < n, or not a multiple of n*R: owners of missing rows only take part in the flags.
-// Two kernels, as the one-shot: twoShotKernel above (flag barrier; every call in FlagBarrier mode,
-//   and in GridDependency mode every call whose blocks take more than one unit or whose unit does
-//   not fit a Lamport region) and twoShotLamportKernel (GridDependency, one unit per block, the data
-//   its own flag; header comment below). The plan picks one (plan.h usesLamport: shape, sync mode
-//   and creation constants, so every rank alike) and reports it in Plan::lamport. At 2 ranks
-//   the Lamport kernel takes calls up to ~12 MB at hidden 8192 (R <= 3): same call, 2 runs each,
-//   H200 pair, bf16, session 11: 512 x 8192 38.6 -> 34.0 us, 256 x 8192 23.2 -> 19.3-19.6,
-//   512 x 4096 23.1-23.3 -> 18.1-18.4, 1 x 4096 9.4 -> 5.4; plain allreduce 512 x 8192 34.7 -> 29.7.
-// Instantiated per vectors per thread of the epilogue (1, 2, 4: dispatchVariant), like the one-shot,
-// and, like it, for two ranks (kWorld 2: the peer loops of pushToOwners and the all-gather stores
-// run once and the rank-order sums twice, unrolled, with the world a constant) besides any world
-// size (kWorld 0); launchFamily picks by the communicator's world, so every rank launches the same
-// kind of kernel.
-// Same protocol, order and bits. H200 pair, bf16, session 26 call 1, same call, 3 runs, two-shot
-// before -> after: 128 x 8192 14.0 -> 11.9-12.0 us, 256 x 8192 18.9-19.0 -> 17.0-17.1, 512 x 8192
-// 32.4-32.8 -> 31.2-31.6 (Lamport kernel); 2048 x 8192 123.8-124.6 -> 121.7-123.5, 8192 x 8192
-// 421.5-423.3 -> 407.7-409.6, 8192 x 4096 228.7-229.7 -> 223.1-225.2 (flag kernel; the Lamport
-// kernel alone for two ranks left these unchanged); sweep 0.5-16 MiB (bf16, fp32, hidden
-// 4096-16384, 126 sizes) geomean 0.844.
+// ranks). Rows are cut into units of n*R rows; in a unit, rank r owns rows [r*R, (r+1)*R). Block b
+// takes units b, b+G, ...; each unit is one epoch e of block b (sync.cuh). Slot e%2 of its region
+// has an RS part (rows peers send to their owner) and an AG part (sums owners send back).
+//   twoShotKernel (flag protocol: every FlagBarrier call, and GridDependency calls whose blocks take
+//   several units or whose unit does not fit a Lamport region), per unit:
+//     1. wait phase 0 (the unit's reduce-scatter, pushed one unit ahead);
+//     2. reduce the owned rows in rank order (fp32), push each sum to every peer's AG part as it is
+//        produced, run the RowEpilogue on it; signal phase 1;
+//     3. push the next unit's reduce-scatter, so that it overlaps steps 4-5;
+//     4. wait phase 1;  5. run the RowEpilogue on the peer-owned rows from the gathered sums.
+//   Steps 3-5 split between the block's halves where the row fits (warps 0-7 push, warps 8-15 wait
+//   and finish, each half on its own named barrier); the last unit's peer rows go two at a time.
+//   ARFUSION_TWO_SHOT_SPLIT=0 turns the split off (compute-sanitizer racecheck misreads it).
+//   twoShotLamportKernel (GridDependency, one unit per block that fits a Lamport region): the same
+//   rows, owners and sums, the data its own flag, no fence and no flag crossing (comment below).
+// Gathering sums, not outputs, moves 2(n-1)/n * S bytes per rank; every rank runs the epilogue on
+// its own residual. One owner reduces each row, so results are bitwise identical on all ranks.
+// Memory ordering: as the one-shot (sync.cuh), once per phase; two slots per block, and a phase-0
+//   flag of e also frees the peer's RS part of slot (e+1)%2, its phase-1 wait the AG part.
+// Limits: 2 (n-1) R rows fit one region (plan.cpp); G <= SM count (co-residency). Tokens < n, or
+//   not a multiple of n*R: owners of missing rows only take part in the flags.
 #include "dispatch.cuh"
 #include "norm_epilogue.cuh"
 #include "sync.cuh"
@@ -131,8 +73,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
   using Epi = RowEpilogue<T, VEC, kVpt, true>;
   using P = Pack<T, VEC>;
   // The split of steps 3-5 (header), in the kernels whose half-block epilogue fits the registers:
-  // two vectors per thread at most (bf16 16384-wide rows, kVpt 4, spilled 260 bytes), or the scalar
-  // path (VEC 1, kVpt 4: four scalars per thread).
+  // two vectors per thread at most (kVpt 4 spilled), or the scalar path (four scalars per thread).
   constexpr bool kSplit = kVpt <= 2 || VEC == 1;
   constexpr int kPushBarrier = 1, kFinishBarrier = 2, kHalf = kThreads / 2;
   __shared__ typename Epi::Shared sh;
@@ -272,9 +213,7 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 // No fence and no flag: an owner reduces a vector as soon as it arrived and its sum leaves at once,
 // so the all-gather overlaps the reduce-scatter instead of waiting for every row of it to drain and
 // for a flag to cross. Every rank runs the epilogue on the same (sanitised) sum: bitwise identical.
-// Slot reuse: as the Lamport one-shot; a block writes slot e%2 of a peer again at epoch e+2, after
-// it received that peer's epoch e+1 data, which the peer pushed after its kernel of epoch e, whose
-// clears the kernel boundary ordered first. One unit per block, so no reuse inside a call.
+// Slot reuse as the Lamport one-shot's; one unit per block, so no reuse inside a call.
 // Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (plan.cpp usesLamport):
 // a block runs only unit b, so a grid with more units would leave rows unwritten.
 template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld>
@@ -392,8 +331,7 @@ struct TwoShotLamport {
 
 }  // namespace
 
-// Per vectors per thread, as the one-shot (dispatchVariant). Same run, min of 2, H200 pair, bf16,
-// session 9: 1 x 4096 10.0 -> 9.4 us, 512 x 8192 38.9 -> 38.5, 8192 x 8192 478.9 -> 476.4.
+// Per vectors per thread, as the one-shot (dispatchVariant).
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
   if (launch.lamport) return launchFamily<TwoShotLamport>(comm, args, launch, stream);

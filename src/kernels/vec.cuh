@@ -38,8 +38,8 @@ using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
 
 // 16-byte packs move through uint4, and stores through the __stwb intrinsic, so every access is one
 // 128-bit instruction. A plain struct (or uint4) assignment let the compiler split the one-shot's
-// peer stores into 2- or 4-byte stores, which cut its peer-store bandwidth to ~40 GB/s
-// (PERF-NOTES.md); tests/check_ptx.py keeps it from coming back.
+// peer stores into 2- or 4-byte stores, which cut its peer-store bandwidth ~5x; the kernel checks
+// (tests/scripts/check_kernels.py) keep it from coming back.
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> loadPack(const T* p) {
   if constexpr (sizeof(Pack<T, VEC>) == 16) {
@@ -83,12 +83,8 @@ __device__ __forceinline__ void storePack(T* p, const Pack<T, VEC>& v) {
 // A store that no one reads soon (st.global.cs, evict first): residual_out, which the next layer
 // reads long after the kernels between have cycled L2, and the Lamport clears, which the peer
 // overwrites before anyone reads them. It leaves L2 to the data that is read next. norm_out and
-// the allreduce's out keep plain stores: the next GEMM reads them at once. H200 pair, bf16,
-// session 28 call 4, same call, 3 runs: Auto 512 x 8192 31.1-31.3 -> 30.3-30.5 us (two-shot
-// forced 31.5-31.7 -> 30.3-30.6, NCCL path 58.3-58.7 -> 57.3); the other 98 registered
-// benchmarks (Auto, two-shot, plain two-shot, NCCL path, 1-8192 rows) within 1.1%; decode step
-// (arfusion-decode-bench, 80 layers, batch 1-256) unchanged. Every output store evict-first
-// measured the same at 512 x 8192 and no better elsewhere.
+// the allreduce's out keep plain stores: the next GEMM reads them at once (2 x H200 NV18, bf16: Auto
+// 512 x 8192 31.2 -> 30.4 us; every output store evict-first measured no better).
 template <typename T, int VEC>
 __device__ __forceinline__ void storePackEvictFirst(T* p, const Pack<T, VEC>& v) {
   if constexpr (sizeof(Pack<T, VEC>) == 16) {
@@ -104,8 +100,8 @@ __device__ __forceinline__ void storePackEvictFirst(T* p, const Pack<T, VEC>& v)
 
 // Stores into a peer's workspace: relaxed at system scope, i.e. strong. The PTX memory model
 // promises that a strong store becomes visible to other observers eventually; a weak (plain) store
-// has no such promise without a fence, and the Lamport protocol has no fence. (The stalls once
-// blamed on plain stores were the waits' host-memory reads; see sync.cuh.) Same speed on H200.
+// has no such promise without a fence, and the Lamport protocol has no fence. Same speed as plain
+// stores on H200.
 template <typename T, int VEC>
 __device__ __forceinline__ void storePackPeer(T* p, const Pack<T, VEC>& v) {
   if constexpr (sizeof(Pack<T, VEC>) == 16) {

@@ -45,7 +45,7 @@ TEST(Processes, Shapes) {
     ASSERT_EQ(scenarioShape(g_ctx, ShapeCase{arfusion::DType::kBFloat16, t, 2048, seed++}), "");
 }
 
-// Small and quick: the target of compute-sanitizer runs (tools/device_check.sh sanitize). Ranks
+// Small and quick: the target of compute-sanitizer runs (the sanitize_* ctest entries). Ranks
 // as processes, so the tool instruments each rank's kernels without serialising them against the
 // peer's (threads of one process under the tool: waits timed out). A 1 MiB workspace makes the
 // 300-row case take several steps per block. ARFTEST_SAN_BLOCKS (default 8) caps the fused grid

@@ -32,8 +32,9 @@ int main(int argc, char** argv) {
       return a == "--help" ? 0 : 2;
     }
   }
-  const std::unique_ptr<arfbench::Group> group = arfbench::openAllGpus("arfusion-decode-bench");
-  if (!group) return 1;
+  int exit_code = arfbench::kExitOk;
+  const std::unique_ptr<arfbench::Group> group = arfbench::openAllGpus("arfusion-decode-bench", &exit_code);
+  if (!group) return exit_code;
   arfbench::Group& g = *group;
   const int n = g.world();
   const int tp = n;

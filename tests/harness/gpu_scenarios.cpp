@@ -439,7 +439,7 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   // and every rank's graph is instantiated and uploaded before any rank launches it. On one H200
   // with 3-8 ranks sharing the GPU, instantiating this graph (it has memset nodes) waited for the
   // kernels already running there, i.e. for peers' calls spinning for this very rank, until their
-  // timeout (session 32, docs/PERF-NOTES.md).
+  // timeout.
   auto eager = [&]() -> std::string {
     for (int64_t r = 0; r < eager_rounds; ++r) {
       for (int k = 0; k < kSeqLen; ++k) {

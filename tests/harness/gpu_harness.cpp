@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "arfusion/testing.h"
+#include "testing/testing.h"
 #include "host/bootstrap.h"
 
 namespace arftest {
@@ -74,7 +74,7 @@ std::string allFailures(const std::vector<std::string>& errs) {
 // for every scenario: loaded lazily while a fused kernel spins, a kernel may wait for the device to
 // go idle, which it never does while that kernel waits for the loading rank (arfusion preloads its
 // own kernels at commCreate for the same reason). Without it, the 2-rank soak with both ranks on
-// one H200 did not finish (session 22), and two communicators used at once hung (session 9).
+// one H200 did not finish, and two communicators used at once hung.
 std::string preloadTestKernelsOn(const std::vector<int>& devs) {
   for (int d : devs) {
     if (cudaSetDevice(d) != cudaSuccess) return "cudaSetDevice(" + std::to_string(d) + ") failed";

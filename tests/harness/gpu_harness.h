@@ -74,8 +74,7 @@ std::string scenarioShape(RankCtx& ctx, const ShapeCase& c);
 // `calls` calls in total, *compared of them fused. Outputs are poisoned before every call, eager
 // and in the graph (memset nodes). Host barriers that carry each rank's error (agreeStep) separate
 // the eager calls, the capture and instantiation, and the replays: ranks sharing a GPU would
-// otherwise have one rank's instantiation wait behind its peers' spinning calls (session 32,
-// docs/PERF-NOTES.md).
+// otherwise have one rank's instantiation wait behind its peers' spinning calls.
 std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* compared, unsigned long long* mismatches);
 // One communicator, calls alternating between two streams with no host sync: the library orders
 // them; every call's output is checked against the float64 reference.

@@ -1,4 +1,5 @@
-// Test-only entry points. Not for production: they bypass NCCL.
+// Test-only entry points of the arfusion_testing library, which only the tests and tools link (the
+// shared library does not export them). Not for production: they bypass NCCL and inject faults.
 #pragma once
 
 #include <vector>
@@ -31,8 +32,8 @@ Status skipAllGatherSignals(Communicator* comm, bool on);
 // kInvalidArgument for a null communicator.
 Status setEpochs(Communicator* comm, uint32_t value);
 
-// Fault injection for the creation-time self-check of GridDependency (README, "Sync modes and
-// fallbacks"), which no H200 fails on its own. Applies to the communicators created after it in
+// Fault injection for the creation-time self-check of GridDependency (docs/design.md,
+// "Creation-time checks"), which no correct build fails on its own. Applies to the communicators created after it in
 // this process, until changed, wherever their creation runs the self-check (fusion on,
 // Config::self_check set, GridDependency the arch policy: SM90, SM100): rank `rank` of such a
 // communicator (every rank for -1) reports
@@ -46,8 +47,8 @@ enum class SelfCheckFault { kNone = 0, kWrongResult = 1, kSlow = 2 };
 Status setSelfCheckFault(int rank, SelfCheckFault fault);
 
 // Fault injection for the creation-time speed check of the fused one-shot against the NCCL path
-// (README, "Auto tables"), which runs only where no measured Auto table applies, i.e. not on the
-// H200 pair these tests run on. Applies to the communicators created after it in this process,
+// (docs/design.md, "Creation-time checks"), which runs only where no measured Auto table applies,
+// i.e. not on the 2 x H200 NVLink pair. Applies to the communicators created after it in this process,
 // until changed, that have an NCCL communicator, fusion on, Config::self_check set and a strategy
 // other than kNccl. If any rank's setting is not kNone, every rank runs the check (the ranks
 // agree on it at creation, whatever the others set):

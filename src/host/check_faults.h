@@ -1,0 +1,28 @@
+// Faults the tests inject into the creation-time checks (src/testing/testing.h sets them): no GPU
+// here fails the GridDependency self-check on its own, and the speed check runs only where no
+// measured table applies. Internal to the library (hidden symbols): only the arfusion_testing
+// library, linked statically, reaches them.
+#pragma once
+
+#include <atomic>
+
+#include "kernels/kernels.h"
+
+namespace arfusion::detail {
+
+// Values of the testing enums (testing::SelfCheckFault, testing::SpeedCheckFault).
+enum : int { kSelfCheckNoFault = 0, kSelfCheckWrongResult = 1, kSelfCheckSlow = 2 };
+enum : int { kSpeedCheckNoFault = 0, kSpeedCheckRun = 1, kSpeedCheckFusedSlow = 2 };
+
+struct CheckFaults {
+  std::atomic<int> self_check[kMaxRanks];   // per rank of the communicators created next
+  std::atomic<int> speed_check[kMaxRanks];
+};
+CheckFaults& checkFaults();
+
+// Sets rank `rank`'s fault (every rank for -1) in one of the tables.
+void storeFault(std::atomic<int> (&faults)[kMaxRanks], int rank, int value);
+// Whether this rank asks for the speed check to run wherever it would not.
+bool speedCheckForced(int rank);
+
+}  // namespace arfusion::detail

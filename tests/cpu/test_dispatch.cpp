@@ -1,0 +1,72 @@
+// CPU tests: the kernel variants a launch can pick, and the fused launch configuration.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "arfusion/arfusion.h"
+#include "cpu_helpers.h"
+#include "kernels/dispatch.cuh"
+
+using namespace arfusion;
+using namespace arfusion::detail;
+using namespace cputest;
+
+// The kernel preload (kernels.h, preloadKernels) walks forEachVariant; a launch picks its kernel
+// with dispatchVariant. Every variant a launch can pick must be walked (or it would load lazily,
+// the two-communicator deadlock of kernels.h preloadKernels), and nothing else (or dead kernels get built and loaded).
+namespace {
+using VariantKey = std::tuple<int, int, int>;  // dtype, VEC, kVpt
+template <typename V>
+VariantKey keyOf(V) {
+  using T = typename V::type;
+  const int dtype = std::is_same_v<T, float> ? 0 : std::is_same_v<T, __half> ? 1 : 2;
+  return {dtype, V::vec, V::vpt};
+}
+}  // namespace
+
+TEST(Dispatch, TheEnumerationCoversEveryVariantALaunchCanPick) {
+  std::set<VariantKey> walked, picked;
+  ASSERT_EQ(arfusion::detail::forEachVariant([&](auto v) {
+              walked.insert(keyOf(v));
+              return cudaSuccess;
+            }),
+            cudaSuccess);
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+    for (bool vector : {true, false})
+      for (int64_t hidden = 1; hidden <= 40000; hidden += hidden < 9000 ? 1 : 97)
+        arfusion::detail::dispatchVariant(d, vector, hidden, [&](auto v) {
+          picked.insert(keyOf(v));
+          return cudaSuccess;
+        });
+  EXPECT_EQ(walked, picked);
+  EXPECT_EQ(walked.size(), 12u);  // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path)
+}
+
+// The launch configuration of every fused grid and of the clusters' occupancy query.
+TEST(Dispatch, FusedConfigHasTheGridClustersAndSyncAttribute) {
+  using arfusion::detail::FusedConfig;
+  const FusedConfig flag(false, 7, 1, nullptr);  // FlagBarrier, one block per row
+  EXPECT_EQ(flag.cfg.gridDim.x, 7u);
+  EXPECT_EQ(flag.cfg.blockDim.x, unsigned(arfusion::detail::kThreads));
+  EXPECT_EQ(flag.cfg.numAttrs, 0u);
+  const FusedConfig rows(true, 8, 4, nullptr);  // GridDependency, rows over clusters of 4
+  EXPECT_EQ(rows.cfg.gridDim.x, 8u);
+  EXPECT_EQ(rows.cfg.blockDim.x, unsigned(arfusion::detail::kThreads / 4));
+  ASSERT_EQ(rows.cfg.numAttrs, 2u);
+  EXPECT_EQ(rows.cfg.attrs, rows.attrs);
+  EXPECT_EQ(rows.attrs[0].id, cudaLaunchAttributeProgrammaticStreamSerialization);
+  EXPECT_EQ(rows.attrs[0].val.programmaticStreamSerializationAllowed, 1);
+  EXPECT_EQ(rows.attrs[1].id, cudaLaunchAttributeClusterDimension);
+  EXPECT_EQ(rows.attrs[1].val.clusterDim.x, 4u);
+  EXPECT_EQ(rows.attrs[1].val.clusterDim.y, 1u);
+  const FusedConfig query(false, 2, 2, nullptr);  // the occupancy query: the cluster only
+  ASSERT_EQ(query.cfg.numAttrs, 1u);
+  EXPECT_EQ(query.attrs[0].id, cudaLaunchAttributeClusterDimension);
+}
