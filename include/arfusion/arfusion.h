@@ -18,6 +18,8 @@
 //     and settings. Paired calls that differ fail with kMismatch; a rank that stops calling leaves
 //     its peers to fail with kTimeout after Config::timeout_seconds. Nothing waits forever.
 //   * One call in flight per communicator (eager calls on different streams are ordered for you).
+//   * Kernels you launch with programmatic dependent launch (PDL) between fused calls must wait on
+//     their grid dependency before touching a fused call's tensors (docs/design.md, section 5).
 //   * Bad input returns kInvalidArgument or kNotSupported before anything is launched: no output
 //     byte is written.
 #pragma once
@@ -174,7 +176,10 @@ ARFUSION_API Status commGetAsyncError(Communicator* comm, const char** detail = 
 ARFUSION_API Status commInfo(const Communicator* comm, int* rank, int* world_size, int* device);
 
 // Forces a strategy and sync mode for later calls (kAuto: back to Auto). Call it on every rank with
-// the same values between the same two calls: these choices decide what kernels wait for.
+// the same values between the same two calls: these choices decide what kernels wait for (ranks
+// whose sync modes differ fail with kMismatch). kNotSupported, settings unchanged, for a
+// GridDependency the creation-time self-check failed or, on an arch where it is not validated, did
+// not run (force it in Config::sync_mode to run it).
 ARFUSION_API Status commSetStrategy(Communicator* comm, Strategy strategy, SyncMode sync_mode);
 
 // ---------------------------------------------------------------------------------------------

@@ -86,6 +86,10 @@ Status commSetStrategy(Communicator* comm, Strategy strategy, SyncMode sync_mode
   ARF_TRY(checkComm(comm));
   if (static_cast<unsigned>(strategy) > 3 || static_cast<unsigned>(sync_mode) > 2)
     return detail::fail(Status::kInvalidArgument, "strategy or sync_mode is not a valid enum value");
+  // A refused GridDependency (arch.h gridDependencyAllowed; agreed at creation, so every rank
+  // refuses alike) leaves the settings as they were.
+  if (sync_mode == SyncMode::kGridDependency && strategy != Strategy::kNccl && comm->topo.fusion_ok && !comm->griddep_allowed)
+    return detail::failf(Status::kNotSupported, "GridDependency sync refused: %s", comm->griddep_refusal.c_str());
   std::lock_guard<std::mutex> lock(comm->call_mu);
   comm->strategy = strategy;
   comm->sync = sync_mode;

@@ -28,3 +28,25 @@ ArchPolicy archPolicy(int major, int minor) {
 ArchPolicy archPolicyMixed() { return {SyncMode::kFlagBarrier, false, "ranks on mixed architectures: flag barrier"}; }
 
 }  // namespace arfusion::detail
+
+namespace arfusion::detail {
+
+bool gridDependencyAllowed(const ArchPolicy& pol, GridDepCheck check, std::string* why) {
+  switch (check) {
+    case GridDepCheck::kPassed: return true;
+    case GridDepCheck::kWrongResult:
+      *why = "grid-dependency sync gave wrong results in the creation-time self-check";
+      return false;
+    case GridDepCheck::kSlower:
+      *why = "grid-dependency sync was slower than the flag barrier in the creation-time self-check";
+      return false;
+    case GridDepCheck::kNotRun:
+      if (pol.default_sync == SyncMode::kGridDependency) return true;
+      *why = std::string(pol.why) + ", and the self-check did not run: force GridDependency at creation "
+             "(Config::sync_mode or ARFUSION_SYNC=griddep) to run it";
+      return false;
+  }
+  return false;
+}
+
+}  // namespace arfusion::detail

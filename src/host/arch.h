@@ -1,6 +1,8 @@
-// The arch policy: which sync mode each GPU architecture gets by default, and why.
-// This is the only place that knows about compute capabilities (src/host/arch.cpp).
+// The arch policy: which sync mode each GPU architecture gets by default, and when a GridDependency
+// forced by the user may be used (arch.cpp, the only place that knows about compute capabilities).
 #pragma once
+
+#include <string>
 
 #include "arfusion/arfusion.h"
 
@@ -16,5 +18,14 @@ struct ArchPolicy {
 // capabilities gets archPolicyMixed().
 ArchPolicy archPolicy(int major, int minor);
 ArchPolicy archPolicyMixed();
+
+// What the creation-time self-check found about GridDependency on this group (the same on every rank).
+enum class GridDepCheck { kNotRun, kPassed, kWrongResult, kSlower };
+
+// Whether GridDependency may be used when the user forces it: where the self-check passed, or where
+// it did not run but the arch policy picks GridDependency anyway. Refused where the check failed, and
+// where it did not run on an arch where GridDependency is not validated (forcing it at creation runs
+// the check there). *why says why not.
+bool gridDependencyAllowed(const ArchPolicy& policy, GridDepCheck check, std::string* why);
 
 }  // namespace arfusion::detail

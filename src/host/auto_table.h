@@ -47,7 +47,8 @@ AutoTable builtinTable(const Topology& topo);
 // Blocks per row of a Lamport one-shot whose one-block-per-row geometry is blocks x rows_per_step:
 // 1, or 2 or 4 (a thread block cluster) on the measured pair for small messages and wide rows, when
 // the agreed cluster occupancy (Topology::row_clusters) allows it. makePlan multiplies the grid.
-int oneShotRowBlocks(const Topology& topo, const Shape& shape, int blocks, int rows_per_step);
+// `forced` > 1 (tests: testing::forceRowBlocks) takes that size wherever it fits, on any topology.
+int oneShotRowBlocks(const Topology& topo, const Shape& shape, int blocks, int rows_per_step, int forced = 0);
 // Whether Auto leaves a fused strategy for the NCCL path because the rows are narrow and many.
 bool narrowRowsToNccl(const Topology& topo, const Shape& shape);
 

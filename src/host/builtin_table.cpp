@@ -30,14 +30,21 @@ AutoTable builtinTable(const Topology& t) {
   return table;
 }
 
-int oneShotRowBlocks(const Topology& t, const Shape& shape, int blocks, int rows_per_step) {
+int oneShotRowBlocks(const Topology& t, const Shape& shape, int blocks, int rows_per_step, int forced) {
   const int64_t row = static_cast<int64_t>(rowStride(shape.hidden, shape.dtype));
+  if (rows_per_step != 1 || blocks != shape.tokens) return 1;
+  // A grid of tokens clusters of s blocks: within the grid cap, within what the agreed occupancy
+  // query says is resident at once on every rank (so the launch cannot fail), shares >= 2 KiB.
+  const auto fits = [&](int s) {
+    return shape.tokens * s <= t.max_blocks && shape.tokens <= t.row_clusters[s] && row / s >= tuned::kClusterMinShare;
+  };
+  if (forced > 1) return forced <= kMaxRowBlocks && (forced & (forced - 1)) == 0 && fits(forced) ? forced : 1;
   const bool small = shape.tokens * row <= tuned::kClusterMaxMessage;
   const bool wide = row >= tuned::kClusterWideRowMin && row <= tuned::kClusterWideRowMax &&
                     shape.tokens <= tuned::kClusterWideMaxTokens;
-  if (!measuredPair(t) || rows_per_step != 1 || blocks != shape.tokens || !(small || wide)) return 1;
+  if (!measuredPair(t) || !(small || wide)) return 1;
   for (int s = kMaxRowBlocks; s > 1; s /= 2)
-    if (shape.tokens * s <= t.max_blocks && shape.tokens <= t.row_clusters[s] && row / s >= tuned::kClusterMinShare) return s;
+    if (fits(s)) return s;
   return 1;
 }
 

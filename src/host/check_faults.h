@@ -1,7 +1,8 @@
-// Faults the tests inject into the creation-time checks (src/testing/testing.h sets them): no GPU
-// here fails the GridDependency self-check on its own, and the speed check runs only where no
-// measured table applies. Internal to the library (hidden symbols): only the arfusion_testing
-// library, linked statically, reaches them.
+// What the tests inject into creation (src/testing/testing.h sets it): faults of the creation-time
+// checks (no GPU here fails the GridDependency self-check on its own, and the speed check runs only
+// where no measured table applies), and the arch policy of another GPU (the SM120 paths, forced on
+// the GPUs at hand). Internal to the library (hidden symbols): only the arfusion_testing library,
+// linked statically, reaches them.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@ enum : int { kSpeedCheckNoFault = 0, kSpeedCheckRun = 1, kSpeedCheckFusedSlow = 
 struct CheckFaults {
   std::atomic<int> self_check[kMaxRanks];   // per rank of the communicators created next
   std::atomic<int> speed_check[kMaxRanks];
+  std::atomic<int> arch_policy{0};          // major * 10 + minor whose policy applies; 0: the GPU's own
 };
 CheckFaults& checkFaults();
 

@@ -37,21 +37,29 @@ detail::PlanInputs Communicator::planInputs() const {
   in.sync = sync;
   in.sync_auto = sync_auto;
   in.sync_auto_reason = sync_auto_reason;
+  in.griddep_allowed = griddep_allowed;
+  in.griddep_refusal = griddep_refusal;
   in.table = &table;
+  in.test_row_blocks = test_row_blocks;
   return in;
 }
 
 Status Communicator::checkHealth() {
+  // The kernel writes the details, a system fence, then the code: the code read with acquire
+  // ordering, the details after it (an Arm host such as Grace could otherwise see stale details).
+  const uint32_t code = __atomic_load_n(&ctl->error[0], __ATOMIC_ACQUIRE);
   const volatile uint32_t* err = ctl->error;
-  const uint32_t code = err[0];
   if (code != detail::kErrNone && failed.load() == 0) {
     std::lock_guard<std::mutex> lock(failure_mu);
     char buf[240];
     if (code == detail::kErrMismatch)
       std::snprintf(buf, sizeof buf,
                     "mismatch on device: block %u was paired with a call of rank %u that has another op, dtype, "
-                    "shape or strategy (epoch %u); every rank must make the same calls in the same order",
+                    "shape, strategy or sync mode (epoch %u); every rank must make the same calls in the same order",
                     err[1] >> 8, err[1] & 0xff, err[2]);
+    else if ((err[1] & 0xff) == detail::kPeerOwnCluster)
+      std::snprintf(buf, sizeof buf, "%s on device: block %u waited for the blocks of its own cluster at epoch %u",
+                    code == detail::kErrAbort ? "abort" : "timeout", err[1] >> 8, err[2]);
     else
       std::snprintf(buf, sizeof buf, "%s on device: block %u waited for rank %u at epoch %u",
                     code == detail::kErrAbort ? "abort" : "timeout", err[1] >> 8, err[1] & 0xff, err[2]);

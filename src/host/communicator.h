@@ -50,6 +50,8 @@ class Communicator {
   detail::AutoTable table;
   SyncMode sync_auto = SyncMode::kFlagBarrier;
   std::string sync_auto_reason;
+  bool griddep_allowed = true;  // a forced GridDependency may be used (arch.h gridDependencyAllowed)
+  std::string griddep_refusal;  // why not
 
   // Current settings (commSetStrategy)
   Strategy strategy = Strategy::kAuto;
@@ -67,6 +69,7 @@ class Communicator {
   void* scratch = nullptr;    // NCCL path, in-place allReduceAdd
   size_t scratch_bytes = 0;
   detail::DeviceComm dev{};
+  int test_row_blocks = 0;  // test only (testing::forceRowBlocks): the one-shot's cluster size where it fits
 
   // One call in flight: an eager call is ordered after the previous one even on another stream
   // (this event; waiting on a never-recorded event is a no-op). call_mu serialises host threads.

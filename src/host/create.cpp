@@ -416,27 +416,49 @@ Status chooseTable(Communicator* c) {
   return Status::kSuccess;
 }
 
-// ---- 9. runChecks: the sync policy, then the creation-time checks (creation_checks.h).
+// ---- 9. runChecks: the sync policy, then the creation-time checks (creation_checks.h). The
+// GridDependency self-check runs wherever GridDependency may be used: where the arch policy picks
+// it, and where the user forces it. A forced GridDependency that failed it, or that was never
+// checked on an arch where it is not validated, is refused (arch.h gridDependencyAllowed).
 Status runChecks(Communicator* c, bool speed_check_forced) {
   const Topology& t = c->topo;
   const Config& cfg = c->config;
-  const ArchPolicy pol = t.mixed_arch ? archPolicyMixed() : archPolicy(t.cc_major, t.cc_minor);
+  ArchPolicy pol = t.mixed_arch ? archPolicyMixed() : archPolicy(t.cc_major, t.cc_minor);
+  if (const int forced = checkFaults().arch_policy.load(); forced > 0 && !t.mixed_arch) pol = archPolicy(forced / 10, forced % 10);
+  const bool policy_griddep = pol.default_sync == SyncMode::kGridDependency;
+  const bool forced_griddep = cfg.sync_mode == SyncMode::kGridDependency;
   c->sync_auto = pol.default_sync;
   c->sync_auto_reason = pol.why;
-  if (cfg.sync_mode == SyncMode::kGridDependency && pol.default_sync != SyncMode::kGridDependency)
-    logf(LogLevel::kWarn, c->rank, "GridDependency sync forced on an arch where it is not validated (%s)", pol.why);
   // The checks run fused kernels, so none runs where the NCCL path is forced (a user may force it
   // because fusion misbehaves on the machine); Auto then gets FlagBarrier, valid on every arch,
   // should commSetStrategy turn it on later.
   const bool checks = t.fusion_ok && cfg.self_check;
   const bool nccl_forced = cfg.strategy == Strategy::kNccl;
-  if (checks && pol.default_sync == SyncMode::kGridDependency) {
-    if (!nccl_forced) {
-      ARF_TRY(selfCheck(c));
+  GridDepCheck check = GridDepCheck::kNotRun;
+  if (checks && !nccl_forced && (policy_griddep || forced_griddep)) {
+    std::string outcome;
+    ARF_TRY(selfCheck(c, &check, &outcome));
+    if (policy_griddep) {
+      if (check != GridDepCheck::kPassed) {
+        c->sync_auto = SyncMode::kFlagBarrier;
+        c->sync_auto_reason = outcome + ", using flag barrier";
+        logf(LogLevel::kWarn, c->rank, "%s", c->sync_auto_reason.c_str());
+      } else {
+        c->sync_auto_reason += "; " + outcome;
+      }
     } else {
-      c->sync_auto = SyncMode::kFlagBarrier;
-      c->sync_auto_reason = std::string(pol.why) + "; self-check not run (NCCL path forced at creation): flag barrier";
+      c->sync_auto_reason += std::string("; forced GridDependency ") + (check == GridDepCheck::kPassed ? "checked: " : "refused: ") + outcome;
     }
+  } else if (checks && nccl_forced && policy_griddep) {
+    c->sync_auto = SyncMode::kFlagBarrier;
+    c->sync_auto_reason = std::string(pol.why) + "; self-check not run (NCCL path forced at creation): flag barrier";
+  }
+  c->griddep_allowed = gridDependencyAllowed(pol, check, &c->griddep_refusal);
+  if (forced_griddep && t.fusion_ok && !nccl_forced) {
+    if (!c->griddep_allowed)
+      return failf(Status::kNotSupported, "GridDependency sync forced (Config::sync_mode or ARFUSION_SYNC) but refused: %s",
+                   c->griddep_refusal.c_str());
+    if (!policy_griddep) logf(LogLevel::kWarn, c->rank, "GridDependency sync forced where the arch policy says: %s", pol.why);
   }
   // The speed check where the Auto table is a guess: it needs the NCCL path to compare with.
   if (checks && !nccl_forced && t.has_nccl && (!c->table.measured || speed_check_forced)) ARF_TRY(speedCheck(c));

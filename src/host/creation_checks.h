@@ -5,14 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "arch.h"
 #include "communicator.h"
 #include "errors.h"
 
 namespace arfusion::detail {
 
-// The GridDependency self-check: sets c->sync_auto and its reason from the outcome, the same on
-// every rank. Fails creation (every rank alike) only if the check itself could not run.
-Status selfCheck(Communicator* c);
+// The GridDependency self-check: *check and a one-line *outcome, the same on every rank. Fails
+// creation (every rank alike) only if the check itself could not run.
+Status selfCheck(Communicator* c, GridDepCheck* check, std::string* outcome);
 // The speed check of the fused one-shot against the NCCL path: replaces c->table.
 Status speedCheck(Communicator* c);
 

@@ -139,6 +139,8 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
   if (s == Strategy::kNccl) {
     p.sync_mode = SyncMode::kFlagBarrier;
   } else if (in.sync != SyncMode::kAuto) {
+    if (in.sync == SyncMode::kGridDependency && !in.griddep_allowed)
+      return failf(Status::kNotSupported, "GridDependency sync forced but refused: %s", in.griddep_refusal.c_str());
     p.sync_mode = in.sync;
     rule += std::string("; sync ") + toString(in.sync) + " forced";
   } else {
@@ -147,7 +149,7 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
   }
   p.lamport = usesLamport(t, shape, s, p.sync_mode, p.blocks, p.rows_per_step);
   if (p.lamport && s == Strategy::kOneShot) {
-    p.row_blocks = oneShotRowBlocks(t, shape, p.blocks, p.rows_per_step);
+    p.row_blocks = oneShotRowBlocks(t, shape, p.blocks, p.rows_per_step, in.test_row_blocks);
     p.blocks *= p.row_blocks;
     if (p.row_blocks > 1) rule += "; " + std::to_string(p.row_blocks) + " blocks per row (a cluster)";
   }

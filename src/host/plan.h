@@ -18,7 +18,10 @@ struct PlanInputs {
   SyncMode sync = SyncMode::kAuto;              // Config or commSetStrategy
   SyncMode sync_auto = SyncMode::kFlagBarrier;  // the arch policy, after the self-check
   std::string sync_auto_reason;
+  bool griddep_allowed = true;                  // a forced GridDependency may be used (arch.h)
+  std::string griddep_refusal;
   const AutoTable* table = nullptr;
+  int test_row_blocks = 0;                      // test only: the one-shot's cluster size where it fits
 };
 
 // Grid of a fused strategy for this shape: false (with a reason) if a row does not fit a region.
@@ -33,8 +36,8 @@ bool fusedGeometry(const Topology& topo, Strategy strategy, const Shape& shape, 
 bool usesLamport(const Topology& topo, const Shape& shape, Strategy strategy, SyncMode sync, int blocks,
                  int rows_per_step);
 
-// The decision. A forced fused strategy that cannot run returns kNotSupported with the reason in
-// lastError(); Auto never fails: it falls back to the NCCL path (or, in a group without NCCL, to a
+// The decision. A forced fused strategy that cannot run, or a forced GridDependency that is refused,
+// returns kNotSupported with the reason in lastError(); Auto never fails: it falls back to the NCCL path (or, in a group without NCCL, to a
 // fused strategy that fits).
 Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out);
 

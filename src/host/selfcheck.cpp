@@ -6,7 +6,8 @@
 //   speed: 32 back-to-back fused calls in a CUDA graph per mode; GridDependency must not be slower
 //     than FlagBarrier by more than tuning.h's margin (a PDL path that serialises badly, as in the
 //     SM120 incident, shows up here rather than in production).
-// The outcome (any mismatch, the slowest rank's times) is exchanged, so every rank decides alike.
+// The outcome (any mismatch, the slowest rank's times) is exchanged, so every rank decides alike
+// (create.cpp turns it into Auto's sync mode and into whether a forced GridDependency may be used).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -92,7 +93,7 @@ Status runLocal(Communicator* c, Outcome* mine) {
 
 }  // namespace
 
-Status selfCheck(Communicator* c) {
+Status selfCheck(Communicator* c, GridDepCheck* check, std::string* outcome) {
   Outcome mine{};
   // Every rank reaches the exchange below, also after a local failure, so that no rank is left
   // waiting in it; a failure anywhere then fails creation on every rank with the same message.
@@ -112,21 +113,18 @@ Status selfCheck(Communicator* c) {
     gd = std::max(gd, o.us_griddep);
     fl = std::max(fl, o.us_flag);
   }
-  char buf2[200];
+  char buf[160];
   if (mismatches > 0) {
-    c->sync_auto = SyncMode::kFlagBarrier;
-    std::snprintf(buf2, sizeof buf2, "self-check: GridDependency gave wrong results (%d rounds), using flag barrier", mismatches);
-    c->sync_auto_reason = buf2;
-    logf(LogLevel::kWarn, c->rank, "%s", buf2);
+    *check = GridDepCheck::kWrongResult;
+    std::snprintf(buf, sizeof buf, "self-check: GridDependency gave wrong results (%d rounds)", mismatches);
   } else if (gd > fl * tuned::kSelfCheckSlowRatio + tuned::kSelfCheckSlowUs) {
-    c->sync_auto = SyncMode::kFlagBarrier;
-    std::snprintf(buf2, sizeof buf2, "self-check: GridDependency slower (%.2f us vs %.2f us per call), using flag barrier", gd, fl);
-    c->sync_auto_reason = buf2;
-    logf(LogLevel::kWarn, c->rank, "%s", buf2);
+    *check = GridDepCheck::kSlower;
+    std::snprintf(buf, sizeof buf, "self-check: GridDependency slower (%.2f us vs %.2f us per call)", gd, fl);
   } else {
-    std::snprintf(buf2, sizeof buf2, "; self-check passed (griddep %.2f us, flag %.2f us per call)", gd, fl);
-    c->sync_auto_reason += buf2;
+    *check = GridDepCheck::kPassed;
+    std::snprintf(buf, sizeof buf, "self-check passed (griddep %.2f us, flag %.2f us per call)", gd, fl);
   }
+  *outcome = buf;
   return Status::kSuccess;
 }
 

@@ -37,6 +37,9 @@ constexpr size_t kLamportHeaderBytes = 16 * kMaxRanks;
 // Codes of DeviceComm::error[0], written by the kernels (sync.cuh reportFailure), read by the host
 // (Communicator::checkHealth).
 enum : uint32_t { kErrNone = 0, kErrTimeout = 1, kErrAbort = 2, kErrMismatch = 3 };
+// The peer recorded in DeviceComm::error[1] for a failed wait on the blocks of this rank's own
+// thread block cluster (the one-shot's norm exchange) rather than on a peer rank.
+constexpr int kPeerOwnCluster = 0xff;
 // Values of DeviceComm::abort_flag, the word every wait checks: non-zero makes it give up.
 // kStopAbort: commAbort() was called (the wait reports kErrAbort). kStopFailed: a wait of this
 // communicator already failed (timeout or mismatch, recorded in `error`), so every later wait, in
@@ -64,6 +67,10 @@ struct DeviceComm {
   // phase 1 of a unit after which its block has another one, so that a peer's split waiting half
   // fails between two steps of one call. 0 in every communicator the library hands out.
   int test_skip_ag_signal = 0;
+  // Test only (testing::skipClusterPartialSums): 1 makes block 1 of every cluster of this rank's
+  // cluster kernels send no partial sums of squares, so that the other blocks' norm exchange must
+  // end on its bound. 0 in every communicator the library hands out.
+  int test_cluster_skip_partial = 0;
 };
 
 // One call's tensors. `out` is norm_out (kAllReduceAddRMSNorm) or the allreduce output (kAllReduce).
@@ -170,7 +177,9 @@ inline cudaError_t preloadKernels() {
 }
 
 // How many clusters of `row_blocks` blocks of the Lamport one-shot's cluster kernels (the fewest
-// over its variants) can be resident at once on the current device (cudaOccupancyMaxActiveClusters).
+// over its variants) can be resident at once on the current device (cudaOccupancyMaxActiveClusters
+// with the launch's own configuration); 0 where the device has no cluster launch. Creation agrees on
+// the fewest over ranks, and the plan takes no cluster grid beyond it, so no cluster launch fails.
 cudaError_t oneShotMaxClusters(int row_blocks, int* clusters);
 
 cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,

@@ -48,6 +48,7 @@ struct RowEpilogue {
     typename WarpReduce::TempStorage warp[kWarps];
     float partial[kWarps];  // each warp's sum of z^2 (a row over a cluster: every block's warps)
     uint64_t arrived;       // a row over a cluster: mbarrier, complete once all kWarps partials arrived
+    ClusterWait wait;       // a row over a cluster: the bound of the mbarrier wait (set by the kernel)
   };
 
   // A row over a cluster with the norm (kCluster kernels, op kAllReduceAddRMSNorm; one row per
@@ -271,10 +272,12 @@ struct RowEpilogue {
   // 1 x 4096). Each block's wait ends once the cluster's blocks reached
   // their norm, which they do within their bounded waits; after it no block writes into this
   // block's shared memory, so it may leave. One row per launch: the mbarrier's phase 0 only.
-  // The cluster barrier and the mbarrier wait below have no timeout of their own: they rely on
-  // every block of the cluster reaching its norm, i.e. on cluster kernels taking one unit and
-  // never leaving early (oneshot.cu refuses a cluster plan with several units; a give-up runs on
-  // through the epilogue). An early return before this point would need a bounded wait here.
+  // The cluster barrier waits only for the arrival every block makes as its first instruction
+  // (clusterStart; the hardware launches a cluster's blocks together). The mbarrier wait completes
+  // once every block reached its norm, which it does within its own bounded waits (cluster kernels
+  // take one unit and never leave early: a give-up runs on through the epilogue); it is bounded
+  // all the same, by the timer and the abort word (sh.wait), and acquires at cluster scope (the
+  // partial sums arrive by remote stores).
   __device__ __forceinline__ static float clusterScale(const RowArgs& a, Shared& sh, float ss) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const float w = __shfl_sync(0xffffffffu, WarpReduce(sh.warp[warp]).Sum(ss), 0);
@@ -285,7 +288,7 @@ struct RowEpilogue {
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smemAddr(&sh.arrived)),
                    "r"(uint32_t(sizeof(float) * kWarps))
                    : "memory");
-    if (uint32_t(lane) < blocks) {
+    if (uint32_t(lane) < blocks && !(sh.wait.test_skip_partial && rank == 1)) {  // (the test hook: kernels.h)
       uint32_t dst, bar;
       asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(dst) : "r"(smemAddr(&sh.partial[rank * (blockDim.x / 32) + warp])), "r"(uint32_t(lane)));
       asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(bar) : "r"(smemAddr(&sh.arrived)), "r"(uint32_t(lane)));
@@ -293,11 +296,16 @@ struct RowEpilogue {
                    "r"(bar)
                    : "memory");
     }
-    for (uint32_t done = 0; !done;)
-      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+    unsigned long long start = 0;
+    for (uint32_t done = 0, polls = 1; !done; ++polls) {
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
                    : "=r"(done)
                    : "r"(smemAddr(&sh.arrived))
                    : "memory");
+      if (!done && (polls & 255u) == 0 &&
+          mustGiveUp(sh.wait.error, sh.wait.stop, sh.wait.timeout_ns, start, sh.wait.block, kPeerOwnCluster, sh.wait.epoch))
+        break;  // the communicator is failed (recorded); this row's norm_out is not valid
+    }
     return scaleOf(a, sh);
   }
   template <bool kCluster>

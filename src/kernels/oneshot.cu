@@ -135,6 +135,9 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
     ++epoch;
     const int64_t row0 = u * R;
     const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
+    // The bound of the norm's exchange over the cluster (read after the barrier below).
+    if (kCluster && threadIdx.x == 0)
+      sh.wait = ClusterWait{c.error, c.abort_flag, c.timeout_ns, b, epoch, c.test_cluster_skip_partial};
 
     // 1. Push this unit's rows, sanitised, then its header, to every peer. The header goes last:
     // stored first, it held its warp's input loads back behind the epoch load.
@@ -268,10 +271,15 @@ cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const Fus
 cudaError_t forEachOneShotKernel(const KernelVisitor& visit) { return forEachFamilyKernel<OneShot>(visit); }
 
 cudaError_t oneShotMaxClusters(int row_blocks, int* clusters) {
+  *clusters = 0;
+  int device = 0, cluster_launch = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device);
+  if (e != cudaSuccess || !cluster_launch) return e;  // no cluster launch on this device: none fit
   int fewest = INT_MAX;
-  const cudaError_t e = forEachVariant([&](auto v) {
+  e = forEachVariant([&](auto v) {
     using V = decltype(v);
-    const FusedConfig c(false, row_blocks, row_blocks, nullptr);  // one cluster; no stream attribute
+    const FusedConfig c(true, row_blocks, row_blocks, nullptr);  // one cluster, as launchOneShot launches it
     for (int world : kKernelWorlds) {  // the two-rank kernels and the others
       int n = 0;
       const cudaError_t err = cudaOccupancyMaxActiveClusters(

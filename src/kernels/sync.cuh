@@ -13,7 +13,8 @@
 // system-scope stores, receivers poll each 16-byte pack until no element is all-ones and write
 // all-ones back. The kernel boundary orders a call's clears before the next call's stores.
 // Call signatures: a 31-bit hash of op, dtype, shape, strategy and grid rides in every flag and in
-// a 16-byte header per Lamport sender; a peer in another call fails the communicator (kErrMismatch).
+// a 16-byte header per Lamport sender; a peer in another call fails the communicator (kErrMismatch),
+// and so does a peer that runs the other protocol (a wait's slow path looks for its signal too).
 // Sync modes (against the previous kernel on the stream): GridDependency waits on the grid
 // dependency before touching inputs and triggers dependents after a barrier that follows its last
 // output write; FlagBarrier has no griddepcontrol at all (a ctest proves it for sm_120a).
@@ -123,6 +124,17 @@ static __device__ __noinline__ void reportFailure(uint32_t* error, uint32_t* sto
   if (code != kErrAbort) *reinterpret_cast<volatile uint32_t*>(stop) = kStopFailed;
 }
 
+// The bound of a cluster block's wait for its cluster's partial sums (norm_epilogue.cuh,
+// clusterScale): what mustGiveUp needs, set by the kernel in shared memory before the epilogue.
+struct ClusterWait {
+  uint32_t* error;
+  uint32_t* stop;
+  unsigned long long timeout_ns;
+  int block;
+  uint32_t epoch;
+  int test_skip_partial;  // DeviceComm::test_cluster_skip_partial
+};
+
 // A wait's periodic check: true if it must give up now, because the abort word is set or
 // `timeout_ns` passed since `start` (0: this is the first check, which starts the clock). Records
 // the failure unless an earlier wait of this communicator already did (kStopFailed).
@@ -136,50 +148,7 @@ __device__ __forceinline__ bool mustGiveUp(uint32_t* error, uint32_t* stop, unsi
   return true;
 }
 
-// Step 3 of the protocol for the t-th peer (t < world-1), by one thread: spins until that peer's
-// flag reaches `epoch`. False if the peer timed out, sent another call's signature, or the
-// communicator was aborted (the failure is recorded).
-__device__ __forceinline__ bool waitPeer(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig, int t) {
-  const int peer = t < c.rank ? t : t + 1;
-  cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(*flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
-  unsigned long long start = 0;
-  for (uint32_t polls = 1;; ++polls) {
-    // Poll relaxed; one acquire fence once the flag is seen (the PTX "acquire pattern"): an
-    // acquire load per poll would pay the fence on every iteration.
-    const uint64_t f = flag.load(cuda::std::memory_order_relaxed);
-    const uint32_t seen = static_cast<uint32_t>(f);
-    if ((f & kFlagWritten) && seen - epoch <= 1u) {  // e or e+1 (header comment)
-      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
-      if (seen == epoch && static_cast<uint32_t>(f >> 32 & 0x7fffffffu) != sig) {
-        reportFailure(c.error, c.abort_flag, kErrMismatch, block, peer, epoch);
-        return false;
-      }
-      return true;
-    }
-    if ((polls & 255u) == 0 && mustGiveUp(c.error, c.abort_flag, c.timeout_ns, start, block, peer, epoch)) return false;
-  }
-}
-
-// Step 3 of the protocol. Call with every thread of the block. Returns false (on every thread) if
-// any peer timed out, sent another call's signature, or the communicator was aborted; the caller
-// must then leave the kernel.
-__device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
-  const bool ok = threadIdx.x < unsigned(c.world - 1) ? waitPeer(c, phase, block, epoch, sig, threadIdx.x) : true;
-  return __syncthreads_and(ok) != 0;
-}
-
-// A barrier of part of a block (PTX bar.sync with an id and a thread count, a multiple of 32), for
-// code where the block's warps split into groups that each synchronise among themselves. Id 0 is
-// __syncthreads(); each group uses its own id. The .aligned form, as __syncthreads(): every thread
-// of a warp executes it together, hence the __syncwarp() first (a group's warps may come from
-// divergent code, such as one lane's flag poll). No barrier.red on a named barrier (a flag's
-// verdict goes through shared memory instead): compute-sanitizer racecheck misreads it.
-__device__ __forceinline__ void groupBarrier(int id, int threads) {
-  __syncwarp();
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
-// ---- Lamport protocol -------------------------------------------------------------------------
+// ---- Lamport slots and headers (used by both protocols' waits) ---------------------------------
 
 // Lamport slot of (block, epoch) in rank r's workspace: the senders' headers, then the rows.
 __device__ __forceinline__ uint8_t* lamportSlot(const DeviceComm& c, int r, int block, uint32_t epoch) {
@@ -206,6 +175,66 @@ __device__ __forceinline__ bool lamportArrived(const Pack<T, VEC>& v) {
 #pragma unroll
   for (int e = 0; e < VEC; ++e) ok &= b[e] != static_cast<B>(~B(0));
   return ok;
+}
+
+// A flag wait's check for a peer that runs the other protocol for the same block and epoch (ranks
+// whose sync modes differ, docs/design.md "Call signatures and mismatches"): the peer's Lamport
+// header of `epoch`. (A Lamport wait checks the peer's phase-0 flag of its epoch: lamportWaitSlow.)
+// In a valid sequence every rank runs the same protocol at a given (block, epoch), and a receiver
+// clears every Lamport header it checked, so either signal means the ranks disagree. Slow path only.
+__device__ __forceinline__ bool peerSentLamportHeader(const DeviceComm& c, int block, uint32_t epoch, int peer) {
+  const Pack<uint32_t, 4> h =
+      loadPackRelaxedSys<uint32_t, 4>(lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(peer, c.rank)));
+  return lamportArrived(h) && h.v[1] == (epoch & 0x7fffffffu);
+}
+
+// Step 3 of the protocol for the t-th peer (t < world-1), by one thread: spins until that peer's
+// flag reaches `epoch`. False if the peer timed out, sent another call's signature, or the
+// communicator was aborted (the failure is recorded).
+__device__ __forceinline__ bool waitPeer(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig, int t) {
+  const int peer = t < c.rank ? t : t + 1;
+  cuda::atomic_ref<uint64_t, cuda::thread_scope_system> flag(*flagAddr(c.flags[c.rank], c.max_blocks, phase, block, peer));
+  unsigned long long start = 0;
+  for (uint32_t polls = 1;; ++polls) {
+    // Poll relaxed; one acquire fence once the flag is seen (the PTX "acquire pattern"): an
+    // acquire load per poll would pay the fence on every iteration.
+    const uint64_t f = flag.load(cuda::std::memory_order_relaxed);
+    const uint32_t seen = static_cast<uint32_t>(f);
+    if ((f & kFlagWritten) && seen - epoch <= 1u) {  // e or e+1 (header comment)
+      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+      if (seen == epoch && static_cast<uint32_t>(f >> 32 & 0x7fffffffu) != sig) {
+        reportFailure(c.error, c.abort_flag, kErrMismatch, block, peer, epoch);
+        return false;
+      }
+      return true;
+    }
+    if ((polls & 255u) == 0) {
+      if (mustGiveUp(c.error, c.abort_flag, c.timeout_ns, start, block, peer, epoch)) return false;
+      if (peerSentLamportHeader(c, block, epoch, peer)) {  // the peer runs the Lamport protocol here
+        reportFailure(c.error, c.abort_flag, kErrMismatch, block, peer, epoch);
+        return false;
+      }
+    }
+  }
+}
+
+// Step 3 of the protocol. Call with every thread of the block. Returns false (on every thread) if
+// any peer timed out, sent another call's signature, or the communicator was aborted; the caller
+// must then leave the kernel.
+__device__ __forceinline__ bool waitPeers(const DeviceComm& c, int phase, int block, uint32_t epoch, uint32_t sig) {
+  const bool ok = threadIdx.x < unsigned(c.world - 1) ? waitPeer(c, phase, block, epoch, sig, threadIdx.x) : true;
+  return __syncthreads_and(ok) != 0;
+}
+
+// A barrier of part of a block (PTX bar.sync with an id and a thread count, a multiple of 32), for
+// code where the block's warps split into groups that each synchronise among themselves. Id 0 is
+// __syncthreads(); each group uses its own id. The .aligned form, as __syncthreads(): every thread
+// of a warp executes it together, hence the __syncwarp() first (a group's warps may come from
+// divergent code, such as one lane's flag poll). No barrier.red on a named barrier (a flag's
+// verdict goes through shared memory instead): compute-sanitizer racecheck misreads it.
+__device__ __forceinline__ void groupBarrier(int id, int threads) {
+  __syncwarp();
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
 // Inputs never carry the all-ones pattern into the Lamport area: that NaN becomes the NaN 0x..FE.
@@ -240,10 +269,12 @@ struct WaitEnv {
 // lamportWait once the first poll missed: out of line, so the ~30 places the one-shot inlines a
 // wait (ranks x vectors per thread x epilogue paths) hold one load, one test and a call each
 // (code size is latency for a decode call; docs/design.md, "One-shot").
-// `header`: the sender's call header when the wait is for rows (kRows), else null.
+// `header` and `flag`: the sender's call header and its phase-0 flag in this rank's workspace when
+// the wait is for rows (kRows), else null: a header of another call, or a flag of this epoch (the
+// sender runs the flag protocol here), is a mismatch.
 template <typename T, int VEC, int kMaxPause = 512>
-__device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, const uint32_t* header, int block,
-                                                     int peer, uint32_t epoch, int* give_up, uint32_t sig) {
+__device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, const uint32_t* header, const uint64_t* flag,
+                                                     int block, int peer, uint32_t epoch, int* give_up, uint32_t sig) {
   Pack<T, VEC> v;
   unsigned long long start = 0;
   long long backoff = 32;
@@ -263,7 +294,9 @@ __device__ __noinline__ Pack<T, VEC> lamportWaitSlow(WaitEnv env, const T* p, co
       if (header != nullptr) {
         const Pack<uint32_t, 4> h = loadPackRelaxedSys<uint32_t, 4>(header);
         const Pack<uint32_t, 4> want = lamportHeaderValue(sig, epoch);
-        if (lamportArrived(h) && (h.v[0] != want.v[0] || h.v[1] != want.v[1])) {
+        const uint64_t f = *reinterpret_cast<const volatile uint64_t*>(flag);
+        if ((lamportArrived(h) && (h.v[0] != want.v[0] || h.v[1] != want.v[1])) ||
+            ((f & kFlagWritten) && static_cast<uint32_t>(f) == epoch)) {
           reportFailure(env.error, env.abort_flag, kErrMismatch, block, peer, epoch);
           atomicExch(give_up, 1);
           break;
@@ -287,9 +320,9 @@ constexpr int lamportPollPause(int vectors_per_thread, int world) {
 // Polls p until every element arrived, backing off 32..kMaxPause cycles between polls (512 unless
 // the kernel measured better: lamportPollPause). Bounded like waitPeers: every 256
 // polls it checks the block's give-up flag, the abort word and the timeout, and, for a row pack
-// (kRows), whether the sender's header says it is in another call (its rows may then never fill
-// what this rank waits for); on failure it records it, raises the block's give-up flag (so the
-// block's other pollers stop at once) and returns what it read.
+// (kRows), whether the sender's header says it is in another call or its flag says it runs the
+// flag protocol (its rows may then never fill what this rank waits for); on failure it records it,
+// raises the block's give-up flag (so the block's other pollers stop at once) and returns what it read.
 template <typename T, int VEC, bool kRows = false, int kMaxPause = 512>
 __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T* p, int block, int peer,
                                                     uint32_t epoch, int* give_up, uint32_t sig = 0) {
@@ -297,7 +330,8 @@ __device__ __forceinline__ Pack<T, VEC> lamportWait(const DeviceComm& c, const T
   if (lamportArrived(v)) return v;
   const uint32_t* header =
       kRows ? lamportHeader(lamportSlot(c, c.rank, block, epoch), senderIndex(peer, c.rank)) : nullptr;
-  return lamportWaitSlow<T, VEC, kMaxPause>(WaitEnv{c.abort_flag, c.error, c.timeout_ns}, p, header, block, peer,
+  const uint64_t* flag = kRows ? flagAddr(c.flags[c.rank], c.max_blocks, 0, block, peer) : nullptr;
+  return lamportWaitSlow<T, VEC, kMaxPause>(WaitEnv{c.abort_flag, c.error, c.timeout_ns}, p, header, flag, block, peer,
                                             epoch, give_up, sig);
 }
 

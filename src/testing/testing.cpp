@@ -73,6 +73,31 @@ Status setSpeedCheckFault(int rank, SpeedCheckFault fault) {
   return Status::kSuccess;
 }
 
+Status setArchPolicy(int major, int minor) {
+  detail::clearError();
+  if (major < 0 || major > 99 || minor < 0 || minor > 9)
+    return detail::failf(Status::kInvalidArgument, "setArchPolicy: %d.%d is not a compute capability", major, minor);
+  detail::checkFaults().arch_policy.store(major * 10 + minor);
+  return Status::kSuccess;
+}
+
+Status forceRowBlocks(Communicator* comm, int row_blocks) {
+  detail::clearError();
+  if (!comm) return detail::fail(Status::kInvalidArgument, "forceRowBlocks: null communicator");
+  if (row_blocks < 0 || row_blocks == 3 || row_blocks > detail::kMaxRowBlocks)
+    return detail::failf(Status::kInvalidArgument, "forceRowBlocks: %d is not 0, 1, 2 or 4", row_blocks);
+  std::lock_guard<std::mutex> lock(comm->call_mu);
+  comm->test_row_blocks = row_blocks;
+  return Status::kSuccess;
+}
+
+Status skipClusterPartialSums(Communicator* comm, bool on) {
+  detail::clearError();
+  if (!comm) return detail::fail(Status::kInvalidArgument, "skipClusterPartialSums: null communicator");
+  comm->dev.test_cluster_skip_partial = on ? 1 : 0;
+  return Status::kSuccess;
+}
+
 Status setEpochs(Communicator* comm, uint32_t value) {
   detail::clearError();
   if (!comm) return detail::fail(Status::kInvalidArgument, "setEpochs: null communicator");

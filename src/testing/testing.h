@@ -60,4 +60,23 @@ Status setSelfCheckFault(int rank, SelfCheckFault fault);
 enum class SpeedCheckFault { kNone = 0, kRun = 1, kFusedSlow = 2 };
 Status setSpeedCheckFault(int rank, SpeedCheckFault fault);
 
+// The arch policy of compute capability major.minor for the communicators created after it in this
+// process (0, 0: each GPU's own), so that the policy decisions of SM120 or SM100 (their sync mode,
+// the self-check of a forced GridDependency) run on the GPU at hand. The kernels stay the build's.
+// kInvalidArgument for a capability outside 0.0..99.9.
+Status setArchPolicy(int major, int minor);
+
+// Makes the one-shot's Lamport plans spread each row over a thread block cluster of `row_blocks`
+// blocks (2 or 4) wherever that fits (one row per block, within the grid cap and the agreed cluster
+// occupancy), on any topology; 0 or 1: the library's own rule. Call it on every rank with the same
+// value between the same two calls (it changes what kernels wait for). kInvalidArgument for a null
+// communicator or another value.
+Status forceRowBlocks(Communicator* comm, int row_blocks);
+
+// Fault injection for the bound of the cluster kernels' norm exchange: with `on`, block 1 of every
+// cluster of this rank's cluster kernels sends no partial sums of squares to its cluster, so the
+// other blocks' wait must end on its timeout (kTimeout). Takes effect from the next call;
+// kInvalidArgument for a null communicator.
+Status skipClusterPartialSums(Communicator* comm, bool on);
+
 }  // namespace arfusion::testing

@@ -56,3 +56,36 @@ TEST(SelfCheckApi, RejectsBadRanksAndFaults) {
   EXPECT_NE(std::string(arfusion::lastError()).find("unknown fault"), std::string::npos);
   EXPECT_EQ(arfusion::testing::setSpeedCheckFault(-1, SpeedCheckFault::kNone), Status::kSuccess);
 }
+
+// A forced GridDependency runs only where the self-check vouched for it, or where the policy picks
+// it anyway; everything else is refused with a reason (arch.cpp gridDependencyAllowed).
+TEST(Arch, ForcedGridDependencyOnlyWhereCheckedOrValidated) {
+  std::string why;
+  for (int major : {9, 10, 12, 8}) {
+    const ArchPolicy pol = archPolicy(major, 0);
+    const bool policy = pol.default_sync == SyncMode::kGridDependency;
+    EXPECT_TRUE(gridDependencyAllowed(pol, GridDepCheck::kPassed, &why)) << major;
+    why.clear();
+    EXPECT_FALSE(gridDependencyAllowed(pol, GridDepCheck::kWrongResult, &why)) << major;
+    EXPECT_NE(why.find("wrong results"), std::string::npos) << why;
+    why.clear();
+    EXPECT_FALSE(gridDependencyAllowed(pol, GridDepCheck::kSlower, &why)) << major;
+    EXPECT_NE(why.find("slower"), std::string::npos) << why;
+    why.clear();
+    EXPECT_EQ(gridDependencyAllowed(pol, GridDepCheck::kNotRun, &why), policy) << major;
+    if (!policy) {
+      EXPECT_NE(why.find("self-check did not run"), std::string::npos) << why;
+    }
+  }
+  EXPECT_FALSE(gridDependencyAllowed(archPolicyMixed(), GridDepCheck::kNotRun, &why));
+}
+
+TEST(TestingApi, RejectsBadArguments) {
+  using namespace arfusion::testing;
+  EXPECT_EQ(setArchPolicy(100, 0), Status::kInvalidArgument);
+  EXPECT_EQ(setArchPolicy(12, 10), Status::kInvalidArgument);
+  EXPECT_EQ(setArchPolicy(0, 0), Status::kSuccess);
+  EXPECT_EQ(forceRowBlocks(nullptr, 4), Status::kInvalidArgument);
+  EXPECT_EQ(skipClusterPartialSums(nullptr, true), Status::kInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("null"), std::string::npos);
+}

@@ -543,3 +543,55 @@ TEST(Plan, SpeedCheckTableTakesTheOneShotOnlyWhereItWasFaster) {
   EXPECT_EQ(p.strategy, Strategy::kNccl);
   EXPECT_NE(reason.find("(above the 512 KiB checked)"), std::string::npos) << reason;
 }
+
+// A GridDependency refused at creation (its self-check failed, or never ran on an unvalidated
+// arch) is refused by every plan that would run it, with the reason; Auto and FlagBarrier plan
+// as before.
+TEST(Plan, ARefusedGridDependencyIsNeverPlanned) {
+  const Topology t = h200Pair();
+  AutoTable table = builtinTable(t);
+  PlanInputs in;
+  in.topo = t;
+  in.table = &table;
+  in.sync_auto = SyncMode::kFlagBarrier;
+  in.griddep_allowed = false;
+  in.griddep_refusal = "the test's reason";
+  Plan p;
+  for (Strategy s : {Strategy::kOneShot, Strategy::kTwoShot, Strategy::kAuto}) {
+    in.strategy = s;
+    in.sync = SyncMode::kGridDependency;
+    EXPECT_EQ(makePlan(in, Shape{8, 4096}, &p), Status::kNotSupported) << toString(s);
+    EXPECT_NE(std::string(lastError()).find("the test's reason"), std::string::npos) << lastError();
+    in.sync = SyncMode::kAuto;
+    ASSERT_EQ(makePlan(in, Shape{8, 4096}, &p), Status::kSuccess) << lastError();
+    EXPECT_EQ(p.sync_mode, SyncMode::kFlagBarrier);
+  }
+  in.strategy = Strategy::kNccl;  // no fused kernel: the sync mode does not matter
+  in.sync = SyncMode::kGridDependency;
+  EXPECT_EQ(makePlan(in, Shape{8, 4096}, &p), Status::kSuccess) << lastError();
+}
+
+// testing::forceRowBlocks: clusters wherever they fit, on any topology, never beyond the agreed
+// occupancy (row_clusters), the grid cap or the 2 KiB share, so that no cluster launch can fail.
+TEST(Plan, ForcedRowBlocksOnlyWhereTheyFit) {
+  Topology t = h200Pair();
+  t.link = LinkType::kSameDevice;  // a local group on one GPU: no clusters by the library's own rule
+  t.max_blocks = 16;
+  t.row_clusters[2] = 8;
+  t.row_clusters[4] = 3;
+  const Shape row8k{2, 4096};  // 8 KB rows
+  EXPECT_EQ(oneShotRowBlocks(t, row8k, 2, 1), 1);
+  EXPECT_EQ(oneShotRowBlocks(t, row8k, 2, 1, 4), 4);
+  EXPECT_EQ(oneShotRowBlocks(t, row8k, 2, 1, 2), 2);
+  EXPECT_EQ(oneShotRowBlocks(t, Shape{4, 4096}, 4, 1, 4), 1);   // 4 rows > 3 clusters of 4 resident
+  EXPECT_EQ(oneShotRowBlocks(t, Shape{4, 4096}, 4, 1, 2), 2);
+  EXPECT_EQ(oneShotRowBlocks(t, Shape{5, 4096}, 5, 1, 4), 1);   // 20 blocks > max_blocks
+  EXPECT_EQ(oneShotRowBlocks(t, Shape{2, 2048}, 2, 1, 4), 1);   // 1 KiB shares
+  EXPECT_EQ(oneShotRowBlocks(t, row8k, 1, 2, 4), 1);            // two rows per block
+  t.row_clusters[4] = 0;                                         // no cluster launch on some rank
+  EXPECT_EQ(oneShotRowBlocks(t, row8k, 2, 1, 4), 1);
+  Topology pair = h200Pair();
+  pair.row_clusters[4] = 0;
+  pair.row_clusters[2] = 0;
+  EXPECT_EQ(oneShotRowBlocks(pair, Shape{1, 4096}, 1, 1), 1);  // the pair's own rule, no occupancy
+}

@@ -67,6 +67,9 @@ struct FaultPath {
 // path is about, so that a test of one wait loop cannot silently exercise another.
 inline std::string enterPath(RankCtx& ctx, const FaultPath& fp, std::initializer_list<arfusion::Shape> shapes) {
   if (arfusion::commSetStrategy(ctx.comm, fp.strategy, fp.sync) != Status::kSuccess) return arfusion::lastError();
+  // Rows over clusters are planned on the measured two-GPU pair only: forced here, where they fit.
+  if (arfusion::testing::forceRowBlocks(ctx.comm, fp.row_blocks > 1 ? fp.row_blocks : 0) != Status::kSuccess)
+    return arfusion::lastError();
   for (const arfusion::Shape& sh : shapes) {
     arfusion::Plan pl;
     if (arfusion::plan(ctx.comm, sh, &pl) != Status::kSuccess) return arfusion::lastError();

@@ -109,6 +109,113 @@ TEST(ThreadsNccl2, SelfCheckFailureOnOneRankMovesBothToFlagBarrier) {
   EXPECT_EQ(err, "");
 }
 
+// ------------------------------------------------------------------ forced GridDependency
+// A GridDependency forced by the user (Config::sync_mode, ARFUSION_SYNC, commSetStrategy) runs
+// only where the self-check vouched for it (src/host/arch.cpp gridDependencyAllowed): forced at
+// creation, the check runs wherever fusion does, and a failure refuses creation with kNotSupported
+// on every rank; on an arch where GridDependency is not validated (SM120, forced onto this GPU's
+// policy by testing::setArchPolicy) a check that did not run refuses commSetStrategy too.
+struct ScopedArchPolicy {
+  ScopedArchPolicy(int major, int minor) { ok = arfusion::testing::setArchPolicy(major, minor) == Status::kSuccess; }
+  ~ScopedArchPolicy() { arfusion::testing::setArchPolicy(0, 0); }
+  bool ok = false;
+};
+
+// Creates a 2-rank local group under `config`; its status and message (the group is destroyed).
+Status createLocal2(const arfusion::Config& config, std::string* message) {
+  const int devs[2] = {0, 0};
+  std::vector<arfusion::Communicator*> comms;
+  const Status st = arfusion::testing::createGroup(2, devs, config, &comms, 16);
+  *message = arfusion::lastError();
+  for (arfusion::Communicator* c : comms)
+    if (c) arfusion::commDestroy(c);
+  return st;
+}
+
+TEST(ForcedGridDependency, OnAnUnvalidatedArchItRunsAfterPassingTheSelfCheck) {
+  if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
+  ScopedArchPolicy sm120(12, 0);
+  ASSERT_TRUE(sm120.ok) << arfusion::lastError();
+  arfusion::Config cfg = testConfig();
+  cfg.sync_mode = arfusion::SyncMode::kGridDependency;
+  std::string skip;
+  const std::string err = runLocalGroup(2, cfg, 16, [](RankCtx& ctx) -> std::string {
+    const std::string local = [&]() -> std::string {
+      arfusion::Plan p;
+      if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096}, &p) != Status::kSuccess) return std::string("plan: ") + arfusion::lastError();
+      if (p.sync_mode != arfusion::SyncMode::kGridDependency || std::string(p.reason).find("sync griddep forced") == std::string::npos)
+        return std::string("the forced GridDependency is not planned: ") + p.reason;
+      return "";
+    }();
+    if (std::string v = agreeStep(ctx, local, 0); !v.empty()) return v;
+    return scenarioShape(ctx, ShapeCase{DType::kBFloat16, 17, 4096, 120});
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+// Forced at creation, the self-check fails on one rank (wrong result, or slower): creation is
+// refused on every rank, saying why; on SM90's own policy and on SM120's.
+TEST(ForcedGridDependency, AFailedSelfCheckRefusesCreation) {
+  if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
+  using arfusion::testing::SelfCheckFault;
+  for (int policy : {0, 120}) {
+    for (SelfCheckFault fault : {SelfCheckFault::kWrongResult, SelfCheckFault::kSlow}) {
+      SCOPED_TRACE("arch policy " + std::to_string(policy) + ", fault " + std::to_string(int(fault)));
+      ScopedArchPolicy arch(policy / 10, policy % 10);
+      ScopedSelfCheckFault injected(1, fault);
+      ASSERT_TRUE(arch.ok && injected.ok) << arfusion::lastError();
+      arfusion::Config cfg = testConfig();
+      cfg.sync_mode = arfusion::SyncMode::kGridDependency;
+      std::string message;
+      EXPECT_EQ(createLocal2(cfg, &message), Status::kNotSupported) << message;
+      EXPECT_NE(message.find("GridDependency sync forced"), std::string::npos) << message;
+      EXPECT_NE(message.find("self-check"), std::string::npos) << message;
+    }
+  }
+}
+
+// Not forced at creation: on SM120's policy the self-check does not run, Auto takes FlagBarrier,
+// and forcing GridDependency later is refused (settings unchanged); on SM90's own policy with a
+// failed check, the same. A correct SM90 group accepts it (the control).
+TEST(ForcedGridDependency, CommSetStrategyRefusesWhatTheSelfCheckDidNotVouchFor) {
+  if (const std::string why = selfCheckSkip(); !why.empty()) GTEST_SKIP() << why;
+  struct Case {
+    int policy;
+    arfusion::testing::SelfCheckFault fault;
+    bool allowed;
+  };
+  for (const Case& k : {Case{120, arfusion::testing::SelfCheckFault::kNone, false},
+                        Case{0, arfusion::testing::SelfCheckFault::kWrongResult, false},
+                        Case{0, arfusion::testing::SelfCheckFault::kNone, true}}) {
+    SCOPED_TRACE("arch policy " + std::to_string(k.policy) + ", fault " + std::to_string(int(k.fault)));
+    ScopedArchPolicy arch(k.policy / 10, k.policy % 10);
+    ScopedSelfCheckFault injected(1, k.fault);
+    ASSERT_TRUE(arch.ok && injected.ok) << arfusion::lastError();
+    std::string skip;
+    const std::string err = runLocalGroup(2, testConfig(), 16, [&k](RankCtx& ctx) -> std::string {
+      const std::string local = [&]() -> std::string {
+        arfusion::Plan p;
+        if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096}, &p) != Status::kSuccess) return arfusion::lastError();
+        if (!k.allowed && p.sync_mode != arfusion::SyncMode::kFlagBarrier)
+          return std::string("Auto is not on FlagBarrier: ") + p.reason;
+        const Status st = arfusion::commSetStrategy(ctx.comm, arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency);
+        if (k.allowed) return st == Status::kSuccess ? "" : std::string("a checked GridDependency refused: ") + arfusion::lastError();
+        if (st != Status::kNotSupported) return std::string("expected kNotSupported, got ") + arfusion::statusString(st);
+        if (std::string(arfusion::lastError()).find("refused") == std::string::npos)
+          return std::string("the refusal does not say why: ") + arfusion::lastError();
+        if (arfusion::plan(ctx.comm, arfusion::Shape{8, 4096}, &p) != Status::kSuccess || p.sync_mode != arfusion::SyncMode::kFlagBarrier)
+          return std::string("the refused setting was applied: ") + p.reason;
+        return "";
+      }();
+      if (std::string v = agreeStep(ctx, local, 0); !v.empty()) return v;
+      return scenarioShape(ctx, ShapeCase{DType::kBFloat16, 5, 2880, 121});
+    }, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    EXPECT_EQ(err, "");
+  }
+}
+
 // ------------------------------------------------------------------ speed check
 // The creation-time speed check of the fused one-shot against the NCCL path (src/host/selfcheck.cpp),
 // which runs only where no measured Auto table applies, so not on the H200 pair unless forced

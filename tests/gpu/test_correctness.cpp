@@ -168,7 +168,36 @@ TEST_P(LocalGroup, SoakOneShotAgainstTwoShot) {
   EXPECT_EQ(err, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, LocalGroup, ::testing::Values(2, 3, 4, 8));
+INSTANTIATE_TEST_SUITE_P(Ranks, LocalGroup, ::testing::Values(2, 3, 4, 5, 6, 7, 8));
+
+// Rows over thread block clusters (the one-shot's Lamport kernel with 2 or 4 blocks per row),
+// planned on the measured two-GPU pair only, forced here where they fit (testing::forceRowBlocks):
+// every path of scenarioShape, the one-shot over clusters among them, against the reference. Rows
+// of 8-64 KB, so that 2 and 4 blocks leave shares of at least 2 KiB; one and two passes.
+TEST(ClusterRows, EveryShapeOnOneGpu) {
+  std::string skip;
+  for (int row_blocks : {2, 4}) {
+    SCOPED_TRACE(std::to_string(row_blocks) + " blocks per row");
+    const std::string err = runLocalGroup(2, testConfig(), 16, [row_blocks](RankCtx& ctx) -> std::string {
+      if (arfusion::testing::forceRowBlocks(ctx.comm, row_blocks) != Status::kSuccess) return arfusion::lastError();
+      int clustered = 0;
+      uint64_t seed = 7700 + row_blocks * 10;
+      for (const ShapeCase& c : {ShapeCase{DType::kBFloat16, 1, 4096, seed++, true}, ShapeCase{DType::kBFloat16, 3, 8192, seed++},
+                                 ShapeCase{DType::kFloat16, 2, 16384, seed++}, ShapeCase{DType::kFloat32, 2, 8192, seed++},
+                                 ShapeCase{DType::kFloat32, 1, 16384, seed++}}) {
+        if (arfusion::commSetStrategy(ctx.comm, arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency) != Status::kSuccess)
+          return arfusion::lastError();
+        arfusion::Plan p;
+        if (arfusion::plan(ctx.comm, arfusion::Shape{c.tokens, c.hidden, c.dtype}, &p) != Status::kSuccess) return arfusion::lastError();
+        clustered += p.row_blocks == row_blocks;
+        if (std::string e = scenarioShape(ctx, c); !e.empty()) return e;
+      }
+      return clustered >= 4 ? "" : "only " + std::to_string(clustered) + " of 5 shapes ran over clusters (occupancy?)";
+    }, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    EXPECT_EQ(err, "");
+  }
+}
 
 // Small and quick: the target of compute-sanitizer runs (the sanitize_* ctest entries).
 TEST(Sanitize, SmallShapesTwoRanks) {

@@ -1,20 +1,15 @@
 // GPU tests: bounded waits (absent, late and aborted peers, queued calls, mismatched calls), the
 // two-shot split's fault, stale flags and the epoch wrap.
+#include <cstring>
 #include <thread>
 
 #include "gpu_tests.h"
 
 using namespace gputest;
 
-// The cluster path (row_blocks > 1) is planned on the measured H200 pair only (plan.cpp
-// oneShotRowBlocks): with one GPU, where the ranks share it, there is no such path to fail.
-class Faults : public ::testing::TestWithParam<FaultPath> {
- protected:
-  void SetUp() override {
-    if (GetParam().row_blocks > 1 && gpuCount() < 2)
-      GTEST_SKIP() << "rows over clusters are planned for two GPUs over NVLink only";
-  }
-};
+// Every wait loop's faults (FaultPath, gpu_tests.h); the cluster path's rows over 4 blocks are
+// forced where they fit (enterPath, testing::forceRowBlocks), one GPU included.
+class Faults : public ::testing::TestWithParam<FaultPath> {};
 
 
 TEST_P(Faults, APeerThatSkipsACallTimesOut) {
@@ -197,6 +192,76 @@ INSTANTIATE_TEST_SUITE_P(Paths, Faults,
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false},
                                            FaultPath{arfusion::Strategy::kTwoShot, arfusion::SyncMode::kFlagBarrier, false, 4200, true},
                                            FaultPath{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency, true, 1, false, 4096, 4}));
+
+// Ranks whose sync modes differ run different protocols for the same call (Lamport on the
+// GridDependency rank, flags on the FlagBarrier rank), which never read each other's data: each
+// wait's slow path looks for the other protocol's signal of its epoch, so both ranks must fail with
+// kMismatch (not time out), and the next call must report it too. One-shot and two-shot (at these
+// shapes the GridDependency two-shot runs its Lamport kernel).
+class SyncModeMismatch : public ::testing::TestWithParam<arfusion::Strategy> {};
+
+TEST_P(SyncModeMismatch, RanksInDifferentSyncModesFailWithMismatch) {
+  const arfusion::Strategy strategy = GetParam();
+  std::string skip;
+  const std::string err = runLocalGroup(2, testConfig(2), 16, [strategy](RankCtx& ctx) -> std::string {
+    const int64_t T = 4, H = 1024;
+    const arfusion::SyncMode mine = ctx.rank == 0 ? arfusion::SyncMode::kGridDependency : arfusion::SyncMode::kFlagBarrier;
+    std::string e = enterPath(ctx, FaultPath{strategy, mine, ctx.rank == 0}, {arfusion::Shape{T, H}});
+    const FaultCall call(T, H);
+    if (e.empty() && !call.ok()) e = "cudaMalloc";
+    e = agreeStep(ctx, e, 0);  // every rank's buffers exist before any rank launches
+    if (!e.empty()) return e;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (call(ctx) != Status::kSuccess) return std::string("launch: ") + arfusion::lastError();
+    cudaStreamSynchronize(ctx.stream);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const char* detail_ptr = nullptr;
+    const Status st = arfusion::commGetAsyncError(ctx.comm, &detail_ptr);
+    const std::string detail = detail_ptr ? detail_ptr : "";
+    std::printf("sync modes differ (%s), rank %d: %s after %.2f s: %s\n", arfusion::toString(strategy), ctx.rank,
+                arfusion::statusString(st), secs, detail.c_str());
+    if (st != Status::kMismatch) return std::string("expected kMismatch, got ") + arfusion::statusString(st) + ": " + detail;
+    if (secs > 1.5) return "the mismatch took " + std::to_string(secs) + " s, about the 2 s timeout: found by the timer, not the check";
+    if (call(ctx) != Status::kMismatch) return "the next call did not report the mismatch";
+    return "";
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, SyncModeMismatch, ::testing::Values(arfusion::Strategy::kOneShot, arfusion::Strategy::kTwoShot));
+
+// The cluster kernels' norm exchange is bounded: on rank 0 block 1 of every cluster sends no
+// partial sums (testing::skipClusterPartialSums), so the other blocks of its clusters wait for
+// bytes that never come. They must give up after the configured 0.5 s with kTimeout, naming the
+// cluster, and the next call must report it; rank 1, whose clusters are whole, finishes. (The wait
+// was unbounded before: the test then hung until the harness's deadline.)
+TEST(ClusterNorm, TheExchangeEndsOnItsBoundWhenABlockSendsNothing) {
+  std::string skip;
+  const FaultPath fp{arfusion::Strategy::kOneShot, arfusion::SyncMode::kGridDependency, true, 2, false, 4096, 4};
+  const std::string err = runLocalGroup(2, testConfig(0.5), 16, [fp](RankCtx& ctx) -> std::string {
+    std::string e = enterPath(ctx, fp, {arfusion::Shape{fp.tokens, fp.hidden}});
+    const FaultCall call(fp.tokens, fp.hidden);
+    if (e.empty() && !call.ok()) e = "cudaMalloc";
+    if (e.empty() && ctx.rank == 0 && arfusion::testing::skipClusterPartialSums(ctx.comm, true) != Status::kSuccess)
+      e = std::string("skipClusterPartialSums: ") + arfusion::lastError();
+    e = agreeStep(ctx, e, 0);
+    if (!e.empty()) return e;
+    if (ctx.rank == 1) {
+      if (call(ctx) != Status::kSuccess || cudaStreamSynchronize(ctx.stream) != cudaSuccess)
+        return std::string("rank 1's call: ") + arfusion::lastError();
+      const Status st = arfusion::commGetAsyncError(ctx.comm);
+      return st == Status::kSuccess ? "" : std::string("rank 1: ") + arfusion::statusString(st);
+    }
+    e = timesOutAsConfigured(ctx, [&] { return call(ctx); }, "cluster norm exchange");
+    const char* detail = nullptr;
+    arfusion::commGetAsyncError(ctx.comm, &detail);
+    if (e.empty() && (!detail || !std::strstr(detail, "own cluster"))) e = std::string("the detail does not name the cluster: ") + (detail ? detail : "");
+    return e;
+  }, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  EXPECT_EQ(err, "");
+}
 
 // The split's waiting half failing between two steps of one call (twoshot.cu, steps 3-5): rank 1
 // never signals the all-gather of a unit after which its block has another one

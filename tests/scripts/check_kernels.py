@@ -79,7 +79,12 @@ def main():
         if arch not in fatbin.arches(obj):
             continue
         found = True
-        for name, body in kernel_entries(fatbin.ptx(obj, arch)).items():
+        try:
+            text = fatbin.ptx(obj, arch)
+        except RuntimeError as e:
+            print(f"{arch}: {e}: nothing checked")
+            return 77
+        for name, body in kernel_entries(text).items():
             # Template arguments <T, VEC, ...>: the vector path is VEC 8 (16-bit T) or 4 (fp32).
             tv = re.search(r"I(13__nv_bfloat16|6__half|f)Li(\d+)E", name)
             if "SyncMode" in name and tv and int(tv.group(2)) == (4 if tv.group(1) == "f" else 8):

@@ -6,6 +6,7 @@ each a sequence of entries: u16 kind (1 PTX, 2 ELF cubin), u16 version, u32 head
 payload size, ..., u32 arch at byte 28 (90, 100, 120), u32 flags at byte 40 (0x100000: an
 arch-specific "a" target such as sm_90a), u32 compressed size at byte 16 and u32 uncompressed size
 at byte 56 for compressed payloads (zstd frames from nvcc 13)."""
+import shutil
 import struct
 import subprocess
 
@@ -63,6 +64,8 @@ def ptx(path, arch):
         if kind != KIND_PTX or a.rstrip("a") != arch.rstrip("a"):
             continue
         if payload[:4] == b"\x28\xb5\x2f\xfd":  # a zstd frame
+            if shutil.which("zstd") is None:
+                raise RuntimeError("the PTX is zstd-compressed and the zstd program is not installed")
             raw = subprocess.run(["zstd", "-d", "-c"], input=payload[:w[4]], capture_output=True, check=True).stdout
         else:
             raw = payload
