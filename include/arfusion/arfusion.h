@@ -31,7 +31,7 @@
 #include <cstdint>
 
 #define ARFUSION_VERSION_MAJOR 0
-#define ARFUSION_VERSION_MINOR 4
+#define ARFUSION_VERSION_MINOR 5
 #define ARFUSION_VERSION_PATCH 0
 
 // Marks the library's exported entry points (everything else in the shared library is hidden).
@@ -98,11 +98,35 @@ enum class Op : int {
   kAllReduceAddRMSNorm = 2,  // residual_out as above; norm_out = RMSNorm(residual_out) * gamma
 };
 
+// A quantized copy of the normalised row, for a GEMM that reads FP8 or NVFP4 (docs/design.md,
+// "Quantized outputs", states each recipe and draws each layout).
+enum class QuantFormat : int {
+  kNone = 0,
+  kFp8 = 1,          // FP8 E4M3, one static fp32 scale (device memory): q = satfinite(norm / scale)
+  kFp8PerToken = 2,  // FP8 E4M3, one fp32 scale per row: max(absmax / 448, 1 / (448 * 512))
+  kFp8PerGroup = 3,  // FP8 E4M3, one scale per 128 elements of a row (DeepSeek / DeepGEMM style)
+  kNvfp4 = 4,        // FP4 E2M1, one E4M3 scale per 16 elements, one fp32 global scale (device memory)
+};
+
+// Where the scales go (scales of row t, group or block g).
+enum class ScaleLayout : int {
+  kLinear = 0,          // row-major: per-token fp32 [t]; per-group fp32 [t][hidden/128]; NVFP4 E4M3 [t][hidden/16]
+  kColumnMajor = 1,     // per-group only, DeepGEMM's SM90 layout: fp32 [g * round_up(tokens, 4) + t]
+  kUE8M0Packed = 2,     // per-group only, DeepGEMM's SM100 layout: scales rounded up to powers of two,
+                        // int32 word [(g / 4) * round_up(tokens, 4) + t], byte g % 4 = biased exponent
+  kSwizzled128x4 = 3,   // NVFP4 only, the CUTLASS / TensorRT-LLM FP4 GEMM layout: 128 x 4 tiles of
+                        // round_up(tokens, 128) x round_up(hidden / 16, 4) bytes
+};
+// Padding entries of the tiled layouts (rows past tokens, columns past the last group) are written
+// as zeros, so every byte of the buffer is defined.
+
 // Short names: "bf16", "oneshot", "griddep", "allreduce_add_rmsnorm". Never null.
 ARFUSION_API const char* toString(DType dtype);
 ARFUSION_API const char* toString(Strategy strategy);
 ARFUSION_API const char* toString(SyncMode mode);
 ARFUSION_API const char* toString(Op op);
+ARFUSION_API const char* toString(QuantFormat format);  // "none", "fp8", "fp8-token", "fp8-group", "nvfp4"
+ARFUSION_API const char* toString(ScaleLayout layout);  // "linear", "column-major", "ue8m0-packed", "swizzled-128x4"
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -191,6 +215,9 @@ struct Shape {
   int64_t hidden = 0;
   DType dtype = DType::kBFloat16;
   Op op = Op::kAllReduceAddRMSNorm;
+  // A call through NormArgs with any of its options (a quantized output, no residual, Gemma
+  // weights, an output left out) runs the extended epilogue, which plans one block per row.
+  bool extended = false;
 };
 
 struct Plan {
@@ -219,6 +246,50 @@ ARFUSION_API Status allReduceAddRMSNorm(Communicator* comm, const void* input, c
                                         void* residual_out, const void* gamma, void* norm_out, int64_t tokens,
                                         int64_t hidden, DType dtype, float eps, cudaStream_t stream);
 
+// The fused op with every option, in one versioned argument struct (the calls above and below are
+// thin wrappers of it). Default-construct, set the tensors and what you need:
+//   residual_in   null: zero (a first layer); residual_out null: not written
+//   norm_out      null: not written (when only the quantized copy is wanted)
+//   gemma         norm = z * rsqrt(mean(z^2) + eps) * (1 + gamma)
+//   quant         a quantized copy of norm (the values norm_out holds, rounded to the dtype)
+// Options need 16-byte aligned tensors with hidden * element size % 16 == 0, rows of at most
+// 16384 elements (8192 fp32); NVFP4 needs hidden % 16 == 0, per-group FP8 hidden % 128 == 0. Every
+// rank passes the same options (they are part of the call's signature).
+constexpr unsigned kNormArgsVersion = 1;
+struct QuantOut {
+  QuantFormat format = QuantFormat::kNone;
+  ScaleLayout layout = ScaleLayout::kLinear;
+  void* values = nullptr;        // [tokens x hidden] E4M3 bytes, or [tokens x hidden / 2] E2M1 pairs
+                                 // (element 2j in the low nibble); 16-byte aligned
+  void* scales = nullptr;        // dynamic formats and NVFP4: quantBufferBytes() bytes, in `layout`
+  const float* scale = nullptr;  // kFp8: the static scale; kNvfp4: the global scale (448 * 6 / amax).
+                                 // Device memory, read by the kernel (may change between graph replays)
+  bool pow2_scales = false;      // kFp8PerGroup: round scales up to powers of two (UE8M0 values)
+};
+struct NormArgs {
+  unsigned version = kNormArgsVersion;  // leave as is
+  const void* input = nullptr;
+  const void* residual_in = nullptr;
+  void* residual_out = nullptr;
+  const void* gamma = nullptr;
+  void* norm_out = nullptr;
+  int64_t tokens = 0, hidden = 0;
+  DType dtype = DType::kBFloat16;
+  float eps = 1e-6f;
+  bool gemma = false;
+  QuantOut quant;
+};
+
+// Bytes of the quantized values and of the scale buffer for `tokens` x `hidden` in this format and
+// layout (scale_bytes 0 for kFp8, whose one scale is the caller's). kInvalidArgument, with the
+// reason, for a combination that cannot be used (a layout of another format, hidden not a multiple
+// of the format's group).
+ARFUSION_API Status quantBufferBytes(QuantFormat format, ScaleLayout layout, int64_t tokens, int64_t hidden,
+                                     size_t* values_bytes, size_t* scale_bytes);
+
+// The fused op of `args` on every rank (as allReduceAddRMSNorm above, with the options).
+ARFUSION_API Status allReduceAddRMSNorm(Communicator* comm, const NormArgs& args, cudaStream_t stream);
+
 // residual_out = residual_in + sum(input). residual_out may equal residual_in.
 ARFUSION_API Status allReduceAdd(Communicator* comm, const void* input, const void* residual_in, void* residual_out,
                                  int64_t tokens, int64_t hidden, DType dtype, cudaStream_t stream);
@@ -232,5 +303,9 @@ ARFUSION_API Status allReduce(Communicator* comm, const void* input, void* out, 
 ARFUSION_API Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, const void* gamma,
                                void* norm_out, int64_t tokens, int64_t hidden, DType dtype, float eps,
                                cudaStream_t stream);
+
+// The same with every NormArgs option (args.input is x; it may equal norm_out): the single-GPU
+// add-RMSNorm-quant kernel the NCCL path runs after its allreduce.
+ARFUSION_API Status addRMSNorm(const NormArgs& args, cudaStream_t stream);
 
 }  // namespace arfusion

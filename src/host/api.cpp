@@ -4,6 +4,7 @@
 #include "communicator.h"
 #include "device_guard.h"
 #include "errors.h"
+#include "quant.h"
 #include "validate.h"
 
 namespace arfusion {
@@ -108,14 +109,21 @@ Status plan(const Communicator* comm, const Shape& shape, Plan* out) {
   return detail::makePlan(comm->planInputs(), shape, out);
 }
 
+Status allReduceAddRMSNorm(Communicator* comm, const NormArgs& args, cudaStream_t stream) {
+  detail::clearError();
+  ARF_TRY(checkComm(comm));
+  RowArgs a;
+  ARF_TRY(detail::normArgsToRow(args, /*single_gpu=*/false, &a));
+  return comm->run(a, args.dtype, stream);
+}
+
 Status allReduceAddRMSNorm(Communicator* comm, const void* input, const void* residual_in, void* residual_out,
                            const void* gamma, void* norm_out, int64_t tokens, int64_t hidden, DType dtype, float eps,
                            cudaStream_t stream) {
-  detail::clearError();
-  ARF_TRY(checkComm(comm));
-  return comm->run(detail::makeRowArgs(Op::kAllReduceAddRMSNorm, input, residual_in, residual_out, gamma, norm_out, tokens,
-                                       hidden, eps),
-                   dtype, stream);
+  NormArgs args;
+  args.input = input, args.residual_in = residual_in, args.residual_out = residual_out, args.gamma = gamma;
+  args.norm_out = norm_out, args.tokens = tokens, args.hidden = hidden, args.dtype = dtype, args.eps = eps;
+  return allReduceAddRMSNorm(comm, args, stream);
 }
 
 Status allReduceAdd(Communicator* comm, const void* input, const void* residual_in, void* residual_out, int64_t tokens,
@@ -133,11 +141,11 @@ Status allReduce(Communicator* comm, const void* input, void* out, int64_t token
   return comm->run(detail::makeRowArgs(Op::kAllReduce, input, nullptr, nullptr, nullptr, out, tokens, hidden, 0.f), dtype, stream);
 }
 
-Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, const void* gamma, void* norm_out,
-                  int64_t tokens, int64_t hidden, DType dtype, float eps, cudaStream_t stream) {
+Status addRMSNorm(const NormArgs& args, cudaStream_t stream) {
   detail::clearError();
-  const RowArgs a =
-      detail::makeRowArgs(Op::kAllReduceAddRMSNorm, x, residual_in, residual_out, gamma, norm_out, tokens, hidden, eps);
+  RowArgs a;
+  ARF_TRY(detail::normArgsToRow(args, /*single_gpu=*/true, &a));
+  const DType dtype = args.dtype;
   // x may be norm_out here (the NCCL path normalises in place); the collectives forbid it.
   ARF_TRY(detail::validateArgs(a, dtype, /*input_may_be_out=*/true));
   int device = 0;
@@ -147,6 +155,20 @@ Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, co
   if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
   ARF_CUDA(detail::launchAddRMSNorm(a, dtype, detail::vectorizable(a, dtype), stream));
   return Status::kSuccess;
+}
+
+Status addRMSNorm(const void* x, const void* residual_in, void* residual_out, const void* gamma, void* norm_out,
+                  int64_t tokens, int64_t hidden, DType dtype, float eps, cudaStream_t stream) {
+  NormArgs args;
+  args.input = x, args.residual_in = residual_in, args.residual_out = residual_out, args.gamma = gamma;
+  args.norm_out = norm_out, args.tokens = tokens, args.hidden = hidden, args.dtype = dtype, args.eps = eps;
+  return addRMSNorm(args, stream);
+}
+
+Status quantBufferBytes(QuantFormat format, ScaleLayout layout, int64_t tokens, int64_t hidden, size_t* values_bytes,
+                        size_t* scale_bytes) {
+  detail::clearError();
+  return detail::quantSizes(format, layout, tokens, hidden, values_bytes, scale_bytes);
 }
 
 }  // namespace arfusion

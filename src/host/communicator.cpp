@@ -84,7 +84,7 @@ Status Communicator::runPlanned(const RowArgs& a, DType dtype, bool vector, cons
   launch.sync = plan.sync_mode;
   launch.dtype = dtype;
   // Recomputed rather than read from the plan: the self-check runs one plan in both sync modes.
-  launch.lamport = detail::usesLamport(topo, Shape{a.tokens, a.hidden, dtype, a.op}, plan.strategy, plan.sync_mode,
+  launch.lamport = detail::usesLamport(topo, Shape{a.tokens, a.hidden, dtype, a.op, a.ext}, plan.strategy, plan.sync_mode,
                                        plan.blocks, plan.rows_per_step);
   // (A flag kernel given a plan's larger grid leaves the blocks without a row idle.)
   launch.row_blocks = launch.lamport && plan.strategy == Strategy::kOneShot ? plan.row_blocks : 1;
@@ -106,7 +106,7 @@ Status Communicator::run(const RowArgs& a, DType dtype, cudaStream_t stream) {
   if (!capturing) ARF_TRY(detail::validatePointers(a, dtype, device));
   std::lock_guard<std::mutex> lock(call_mu);
   Plan p;
-  ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op}, &p));
+  ARF_TRY(detail::makePlan(planInputs(), Shape{a.tokens, a.hidden, dtype, a.op, a.ext}, &p));
   // One call in flight per communicator: an eager call first waits for the previous one, on
   // whatever stream it ran (two calls in flight would share epochs and slots and could wait on
   // each other forever). Unconditional: a stream handle can be reused after its stream was

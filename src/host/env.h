@@ -29,7 +29,7 @@ Status applyEnv(const EnvLookup& env, Config* config, std::string* tuning_file_s
 // ARFUSION_TWO_SHOT_SPLIT: a diagnostic switch, not a Config field, so commCreate reads it whatever
 // Config::read_env says (the compute-sanitizer tests set it for tests that keep read_env false). *split is true unless the variable is "0"; a value other than 0 or 1 is
 // kInvalidArgument. It changes how one block schedules its own steps, not what it signals or waits
-// for (twoshot.cu), so ranks may differ and still agree.
+// for (twoshot.cuh), so ranks may differ and still agree.
 Status twoShotSplitFromEnv(const EnvLookup& env, bool* split);
 
 // ARFUSION_LOG=error|warn|info|debug (default warn), read once per process.

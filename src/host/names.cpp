@@ -57,6 +57,27 @@ const char* toString(Op o) {
   return "unknown";
 }
 
+const char* toString(QuantFormat f) {
+  switch (f) {
+    case QuantFormat::kNone: return "none";
+    case QuantFormat::kFp8: return "fp8";
+    case QuantFormat::kFp8PerToken: return "fp8-token";
+    case QuantFormat::kFp8PerGroup: return "fp8-group";
+    case QuantFormat::kNvfp4: return "nvfp4";
+  }
+  return "unknown";
+}
+
+const char* toString(ScaleLayout l) {
+  switch (l) {
+    case ScaleLayout::kLinear: return "linear";
+    case ScaleLayout::kColumnMajor: return "column-major";
+    case ScaleLayout::kUE8M0Packed: return "ue8m0-packed";
+    case ScaleLayout::kSwizzled128x4: return "swizzled-128x4";
+  }
+  return "unknown";
+}
+
 namespace detail {
 
 const char* toString(LinkType l) {

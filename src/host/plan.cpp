@@ -148,7 +148,7 @@ Status makePlan(const PlanInputs& in, const Shape& shape, Plan* out) {
     rule += "; sync " + std::string(toString(in.sync_auto)) + ": " + in.sync_auto_reason;
   }
   p.lamport = usesLamport(t, shape, s, p.sync_mode, p.blocks, p.rows_per_step);
-  if (p.lamport && s == Strategy::kOneShot) {
+  if (p.lamport && s == Strategy::kOneShot && !shape.extended) {  // (the extended epilogue has no cluster kernels)
     p.row_blocks = oneShotRowBlocks(t, shape, p.blocks, p.rows_per_step, in.test_row_blocks);
     p.blocks *= p.row_blocks;
     if (p.row_blocks > 1) rule += "; " + std::to_string(p.row_blocks) + " blocks per row (a cluster)";

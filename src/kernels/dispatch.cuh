@@ -12,13 +12,17 @@
 
 namespace arfusion::detail {
 
-// One kernel variant: element type T, VEC elements per 16-byte pack (1 off the vector path), and
-// kVpt vectors per thread in the in-register row epilogue (RowEpilogue).
-template <typename T, int VEC, int kVpt>
+// One kernel variant: element type T, VEC elements per 16-byte pack (1 off the vector path), kVpt
+// vectors per thread in the in-register row epilogue (RowEpilogue), and kExt: the extended epilogue
+// (RowArgs::ext: optional residual and outputs, Gemma weights, quantized outputs), compiled apart
+// so that the plain calls' kernels are exactly as measured. Extended calls take the vector path
+// with rows in registers (validate.cpp).
+template <typename T, int VEC, int kVpt, bool kExt = false>
 struct Variant {
   using type = T;
   static constexpr int vec = VEC;
   static constexpr int vpt = kVpt;
+  static constexpr bool ext = kExt;
 };
 
 // Vectors per thread of the in-register row epilogue for a row of nvec vectors: the fewest that
@@ -28,19 +32,39 @@ inline int fewestVectorsPerThread(int64_t nvec) {
   return nvec <= kThreads ? 1 : nvec <= 2 * kThreads ? 2 : kMaxVecPerThread;
 }
 
-// Calls f(Variant<T, VEC, kVpt>{}) for the runtime dtype, vector flag (16-byte packs, or single
-// elements) and row width: the one place that maps a call onto template instantiations.
-template <typename F>
-cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, F&& f) {
-  auto withVpt = [&](auto tv) {
+// The epilogues a translation unit instantiates kernels for: the fused kernels compile their plain
+// and extended halves in separate files (oneshot.cu / oneshot_ext.cu, twoshot.cu / twoshot_ext.cu)
+// so that the two build in parallel; the single-GPU kernel compiles both.
+enum class Epilogues { kPlain, kExtended, kBoth };
+
+// Calls f(Variant<T, VEC, kVpt, kExt>{}) for the runtime dtype, vector flag (16-byte packs, or
+// single elements), row width and epilogue: the one place that maps a call onto template
+// instantiations. An extended call (ext) off the vector path is refused before it gets here; a
+// call whose epilogue kParts leaves out returns cudaErrorInvalidValue.
+template <Epilogues kParts = Epilogues::kBoth, typename F>
+cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, F&& f) {
+  constexpr bool kPlain = kParts != Epilogues::kExtended, kExtended = kParts != Epilogues::kPlain;
+  auto withVpt = [&](auto tv) -> cudaError_t {
     using T = typename decltype(tv)::type;
     constexpr int VEC = decltype(tv)::vec;
-    if constexpr (VEC > 1) {
-      const int vpt = fewestVectorsPerThread(hidden / VEC);
-      if (vpt == 1) return f(Variant<T, VEC, 1>{});
-      if (vpt == 2) return f(Variant<T, VEC, 2>{});
+    if (ext) {
+      if constexpr (VEC > 1 && kExtended) {
+        const int vpt = fewestVectorsPerThread(hidden / VEC);
+        if (vpt == 1) return f(Variant<T, VEC, 1, true>{});
+        if (vpt == 2) return f(Variant<T, VEC, 2, true>{});
+        return f(Variant<T, VEC, kMaxVecPerThread, true>{});
+      }
+      return cudaErrorInvalidValue;
     }
-    return f(Variant<T, VEC, kMaxVecPerThread>{});
+    if constexpr (kPlain) {
+      if constexpr (VEC > 1) {
+        const int vpt = fewestVectorsPerThread(hidden / VEC);
+        if (vpt == 1) return f(Variant<T, VEC, 1>{});
+        if (vpt == 2) return f(Variant<T, VEC, 2>{});
+      }
+      return f(Variant<T, VEC, kMaxVecPerThread>{});
+    }
+    return cudaErrorInvalidValue;
   };
   switch (dtype) {
     case DType::kFloat16:
@@ -53,19 +77,23 @@ cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, F&& f) {
   return cudaErrorInvalidValue;
 }
 
-// Calls f for every Variant that dispatchVariant can choose (kernel preloading, kernels.h), and
-// stops at the first error.
-template <typename F>
+// Calls f for every Variant of the epilogues kParts that dispatchVariant can choose (kernel
+// preloading, kernels.h), and stops at the first error.
+template <Epilogues kParts = Epilogues::kBoth, typename F>
 cudaError_t forEachVariant(F&& f) {
   for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
     const int64_t per_vector = 16 / int64_t(d == DType::kFloat32 ? 4 : 2);
     // Row widths that select kVpt 1, 2 and kMaxVecPerThread on the vector path; the scalar path
-    // has the last only.
-    for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
-      const cudaError_t e = dispatchVariant(d, true, vectors * per_vector, f);
-      if (e != cudaSuccess) return e;
+    // has the last only, and the plain epilogue only.
+    for (bool ext : {false, true}) {
+      if (ext ? kParts == Epilogues::kPlain : kParts == Epilogues::kExtended) continue;
+      for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
+        const cudaError_t e = dispatchVariant<kParts>(d, true, vectors * per_vector, ext, f);
+        if (e != cudaSuccess) return e;
+      }
     }
-    const cudaError_t e = dispatchVariant(d, false, 1, f);
+    if (kParts == Epilogues::kExtended) continue;
+    const cudaError_t e = dispatchVariant<kParts>(d, false, 1, false, f);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
@@ -138,42 +166,45 @@ auto kernelForWorld(int world, Pick&& pick) {
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with
-//   template <typename T, int VEC, int kVpt> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
+//   template <typename T, int VEC, int kVpt, bool kExt> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
 //   static constexpr bool kHeldOperands; // whether it has kernels that hold a one-row unit's operands
 //   static constexpr bool kWorldTwo;     // whether it has kernels compiled for two ranks
 // giving the kernel of a variant, sync mode, row layout (one block per row, or a cluster) and world
-// size (kernels for two ranks where kWorldTwo, else one for every size).
+// size (kernels for two ranks where kWorldTwo, else one for every size); extended-epilogue variants
+// (kExt) have neither clusters nor held operands.
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
-// the kernels the launches use.
-template <typename Family>
+// the kernels the launches use; kParts, the epilogues of the calling translation unit.
+template <typename Family, Epilogues kParts>
 cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch, cudaStream_t stream) {
-  if (launch.row_blocks > 1 && !Family::kClusterRows) return cudaErrorInvalidConfiguration;
-  return dispatchVariant(launch.dtype, launch.vector, args.hidden, [&](auto v) {
+  if (launch.row_blocks > 1 && (!Family::kClusterRows || args.ext)) return cudaErrorInvalidConfiguration;
+  return dispatchVariant<kParts>(launch.dtype, launch.vector, args.hidden, args.ext, [&](auto v) {
     using V = decltype(v);
     // One row per unit of an op with a residual: the one-shot's kernel that holds the row's
-    // operands (oneshot.cu). The same vectors, order and protocol as the other, so it changes no
-    // wait: ranks need not agree on it.
-    const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
+    // operands (oneshot.cuh). The same vectors, order and protocol as the other, so it changes no
+    // wait: ranks need not agree on it. (Not in the extended epilogue, whose residual may be null.)
+    const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce && !V::ext;
     // The world size is the communicator's: every rank launches the same kind of kernel.
-    const auto kernel = Family::template kernel<typename V::type, V::vec, V::vpt>(launch.sync, launch.row_blocks > 1, held, comm.world);
+    const auto kernel =
+        Family::template kernel<typename V::type, V::vec, V::vpt, V::ext>(launch.sync, launch.row_blocks > 1, held, comm.world);
     return launchFused(kernel, launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
 
-template <typename Family>
+template <typename Family, Epilogues kParts>
 cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
-  return forEachVariant([&](auto v) {
+  return forEachVariant<kParts>([&](auto v) {
     using V = decltype(v);
     for (SyncMode sync : {SyncMode::kGridDependency, SyncMode::kFlagBarrier}) {
       for (bool cluster : {false, true}) {
         if (cluster && !Family::kClusterRows) continue;
+        if (cluster && V::ext) continue;
         for (bool held : {false, true}) {
-          if (held && !Family::kHeldOperands) continue;
+          if (held && (!Family::kHeldOperands || V::ext)) continue;
           for (int world : kKernelWorlds) {
             if (world == 2 && !Family::kWorldTwo) continue;
             const cudaError_t e =
-                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt>(sync, cluster, held, world));
+                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt, V::ext>(sync, cluster, held, world));
             if (e != cudaSuccess) return e;
           }
         }

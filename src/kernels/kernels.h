@@ -62,7 +62,7 @@ struct DeviceComm {
   int rank;
   int world;
   int max_blocks;
-  int two_shot_split = 1;      // 1: the two-shot splits steps 3-5 between its warps (twoshot.cu); 0: whole block
+  int two_shot_split = 1;      // 1: the two-shot splits steps 3-5 between its warps (twoshot.cuh); 0: whole block
   // Test only (testing::skipAllGatherSignals): 1 makes the flag two-shot of this rank never signal
   // phase 1 of a unit after which its block has another one, so that a peer's split waiting half
   // fails between two steps of one call. 0 in every communicator the library hands out.
@@ -86,6 +86,23 @@ struct RowArgs {
   Op op = Op::kAllReduceAddRMSNorm;
   // Fused kernels: this call's signature (callSignature()), compared with every peer's.
   uint32_t sig = 0;
+  // The extended epilogue (arfusion::NormArgs options; kernels compiled with kExt, op
+  // kAllReduceAddRMSNorm only): residual_in may be null (zero), residual_out and out may be null,
+  // Gemma weights (norm * (1 + gamma)), a quantized copy of the normalised row (quant.h).
+  bool ext = false;
+  bool gemma = false;
+  uint8_t quant = 0;         // kQuant* (quant.h)
+  uint8_t scale_layout = 0;  // kLayout* (quant.h)
+  bool pow2_scales = false;  // per-group FP8: scales rounded up to powers of two
+  void* q_out = nullptr;     // quantized values, row-major
+  void* q_scales = nullptr;  // scales in scale_layout
+  const float* q_scale_in = nullptr;  // FP8 static scale, or the NVFP4 global scale (device memory)
+  int64_t scale_rows = 0;    // rows of the scale layout (scaleRows: padding rows are written as zeros)
+  int64_t scale_cols = 0;    // its columns (NVFP4 swizzled: hidden / 16 rounded up to 4)
+  // Row `row` of this launch is row row + q_row0 of the quantized outputs, of q_tokens in all: the
+  // NCCL path without norm_out runs the epilogue in chunks whose other pointers are offset.
+  int64_t q_row0 = 0;
+  int64_t q_tokens = 0;
 };
 
 inline RowArgs makeRowArgs(Op op, const void* input, const void* residual_in, void* residual_out, const void* gamma,
@@ -122,7 +139,8 @@ inline size_t rowStride(int64_t hidden, DType dtype) {
   return (static_cast<size_t>(hidden) * elem + 15) / 16 * 16;
 }
 
-// 31 bits that every rank computes alike for the same call (op, dtype, shape, strategy and grid)
+// 31 bits that every rank computes alike for the same call (op, dtype, shape, strategy, grid and
+// the extended epilogue's options)
 // and that differ, but for hash collisions, when ranks pair calls that do not match. Never all-ones
 // in any 32-bit word it is stored in (bit 31 is clear): the Lamport header relies on it.
 inline uint32_t callSignature(const RowArgs& a, const FusedLaunch& l, Strategy strategy) {
@@ -142,6 +160,10 @@ inline uint32_t callSignature(const RowArgs& a, const FusedLaunch& l, Strategy s
   mix(static_cast<uint64_t>(l.rows_per_step));
   mix(l.vector ? 1 : 0);
   mix(static_cast<uint64_t>(l.row_blocks));
+  if (a.ext)  // the extended epilogue's options: ranks must agree on them too
+    mix(uint64_t(1) << 40 | uint64_t(a.quant) << 32 | uint64_t(a.scale_layout) << 24 | uint64_t(a.pow2_scales) << 16 |
+        uint64_t(a.gemma) << 8 | uint64_t(a.residual_in != nullptr) << 2 | uint64_t(a.residual_out != nullptr) << 1 |
+        uint64_t(a.out != nullptr));
   return static_cast<uint32_t>(h ^ (h >> 32)) & 0x7fffffffu;
 }
 
@@ -149,8 +171,10 @@ inline uint32_t callSignature(const RowArgs& a, const FusedLaunch& l, Strategy s
 // (stops at the first error). One enumerator per kernels file, from the same dispatch the launches
 // use, so that none is left out.
 using KernelVisitor = std::function<cudaError_t(const void* kernel)>;
-cudaError_t forEachOneShotKernel(const KernelVisitor& visit);
-cudaError_t forEachTwoShotKernel(const KernelVisitor& visit);
+cudaError_t forEachOneShotKernel(const KernelVisitor& visit);  // with the extended epilogue's (oneshot_ext.cu)
+cudaError_t forEachTwoShotKernel(const KernelVisitor& visit);  // the same (twoshot_ext.cu)
+cudaError_t forEachOneShotExtendedKernel(const KernelVisitor& visit);
+cudaError_t forEachTwoShotExtendedKernel(const KernelVisitor& visit);
 cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit);
 cudaError_t forEachSelfCheckKernel(const KernelVisitor& visit);
 inline cudaError_t forEachKernel(const KernelVisitor& visit) {
@@ -186,6 +210,11 @@ cudaError_t launchOneShot(const DeviceComm& comm, const RowArgs& args, const Fus
                           cudaStream_t stream);
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream);
+// The extended epilogue's launches (args.ext), which launchOneShot / launchTwoShot hand over to.
+cudaError_t launchOneShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                                  cudaStream_t stream);
+cudaError_t launchTwoShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                                  cudaStream_t stream);
 // residual_out = residual_in + input (x); out = RMSNorm(residual_out) * gamma (per args.op).
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream);
 

@@ -15,7 +15,7 @@
 // Must be called by every thread of the block (it contains __syncthreads).
 //
 // A row over a cluster (kCluster): the one-shot may spread a row over the S blocks of a thread
-// block cluster, kThreads / S threads each (oneshot.cu). Thread t of cluster block p plays thread
+// block cluster, kThreads / S threads each (oneshot.cuh). Thread t of cluster block p plays thread
 // p * (kThreads / S) + t of the one-block layout (rowThread), so each thread holds the same
 // vectors, and the warps' partial sums of squares, exchanged through distributed shared memory,
 // are added in the same warp order: the same bits as one block.
@@ -25,6 +25,7 @@
 #include <cub/warp/warp_reduce.cuh>
 
 #include "kernels.h"
+#include "quant.h"
 #include "sync.cuh"
 #include "vec.cuh"
 
@@ -39,7 +40,10 @@ namespace arfusion::detail {
 // kAllGammaEarly: with kVpt <= 2, every vector's gamma is loaded before sumFn: 4-8 more live
 // registers, so only in the kernels that have them to spare (the one-shots and the flag two-shot;
 // the Lamport two-shot spilled with it).
-template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false>
+// kExt: the extended epilogue (RowArgs::ext): residual_in may be null (zero), residual_out and
+// norm_out may be null, Gemma weights, and a quantized copy of the normalised row (quantizeRow).
+// Rows in registers only (validate.cpp), one block or half a block per row, never a cluster.
+template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false, bool kExt = false>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
   using WarpReduce = cub::WarpReduce<float>;
@@ -148,6 +152,11 @@ struct RowEpilogue {
     const int64_t nvec = a.hidden / VEC;
     const int64_t base = row * a.hidden;
     const bool norm = kNorm == 1 || (kNorm == kNormAtRuntime && a.op == Op::kAllReduceAddRMSNorm);
+    static_assert(!(kExt && kCluster), "the extended epilogue has no cluster kernels");
+    // The extended epilogue's optional tensors, and its quantization scale read before the waits.
+    const bool has_residual = !kExt || a.residual_in != nullptr;
+    const bool store_residual = !kExt || a.residual_out != nullptr;
+    const float q_scale = kExt ? quantScaleIn(a) : 0.f;
     // residual_out is kept as stored (T), not as fp32: half the registers, and z = float(ro) is
     // exactly what pass 2 of the wide path re-reads, so both paths give the same bits.
     P ro[kVpt];
@@ -157,21 +166,28 @@ struct RowEpilogue {
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = tid + int64_t(k) * kThreads;
       if (i < nvec) {
-        const P r = residualOf(k, i);
+        const P r = has_residual ? residualOf(k, i) : zeroPack();
         if (k < kEarly && norm) g[k] = gammaOf(k, i);
         ro[k] = addResidual(sumFn(k, i), r, ss);
-        storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
+        if (store_residual) storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
       }
     }
     if (!norm) return;
     const float scale = rowScale<kCluster>(a, sh, ss);
+    P o[kVpt];
 #pragma unroll
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = tid + int64_t(k) * kThreads;
       if (i < nvec) {
         const P gk = k < kEarly ? g[k] : gammaOf(k, i);
-        storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[k], scale, gk));
+        o[k] = kExt ? normalizedExt(ro[k], scale, gk, a.gemma) : normalized(ro[k], scale, gk);
+        if (!kExt || a.out) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o[k]);
       }
+    }
+    if constexpr (kExt) {
+      if (a.quant != kQuantNone)
+        quantizeRow(a, row, o, q_scale, [&](int k) { return tid + int64_t(k) * kThreads; }, tid, kThreads,
+                    [&](float m) { return blockMax(sh, m); });
     }
   }
 
@@ -191,6 +207,9 @@ struct RowEpilogue {
       for (int64_t i = t; i < nvec; i += kHalf) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, sumFn(i));
       return;
     }
+    const bool has_residual = !kExt || a.residual_in != nullptr;
+    const bool store_residual = !kExt || a.residual_out != nullptr;
+    const float q_scale = kExt ? quantScaleIn(a) : 0.f;
     P ro[2][kVpt];
     float ss[2] = {0.f, 0.f};
 #pragma unroll
@@ -199,9 +218,9 @@ struct RowEpilogue {
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P r = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC);
+          const P r = has_residual ? loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC) : zeroPack();
           ro[h][k] = addResidual(sumFn(i), r, ss[h]);
-          storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
+          if (store_residual) storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
         }
       }
     }
@@ -217,19 +236,220 @@ struct RowEpilogue {
     const float scale = scaleOf(a, sh);
     groupBarrier(barrier_id, kHalf);  // the next row rewrites sh.partial
     const T* gamma = static_cast<const T*>(a.gamma);
+    P o[2 * kVpt];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
 #pragma unroll
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
         if (i < nvec) {
-          storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, normalized(ro[h][k], scale, loadPack<T, VEC>(gamma + i * VEC)));
+          const P gk = loadPack<T, VEC>(gamma + i * VEC);
+          o[h * kVpt + k] = kExt ? normalizedExt(ro[h][k], scale, gk, a.gemma) : normalized(ro[h][k], scale, gk);
+          if (!kExt || a.out) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o[h * kVpt + k]);
+        }
+      }
+    }
+    if constexpr (kExt) {
+      if (a.quant != kQuantNone)
+        quantizeRow(a, row, o, q_scale, [&](int k) { return t + (k / kVpt) * kHalf + int64_t(k % kVpt) * kThreads; }, t, kHalf,
+                    [&](float m) { return halfMax(sh, m, barrier_id); });
+    }
+  }
+
+ private:
+  // ---- the extended epilogue's pieces (kExt) --------------------------------------------------
+  __device__ __forceinline__ static P zeroPack() {
+    P z;
+    memset(&z, 0, sizeof z);
+    return z;
+  }
+  // The FP8 static scale or the NVFP4 global scale (device memory), 0 for the other formats.
+  __device__ __forceinline__ static float quantScaleIn(const RowArgs& a) {
+    return a.quant == kQuantFp8 || a.quant == kQuantNvfp4 ? *a.q_scale_in : 0.f;
+  }
+  // norm_out of one pack with the option of Gemma weights: T(z * scale * (1 + gamma)).
+  __device__ __forceinline__ static P normalizedExt(const P& z, float scale, const P& g, bool gemma) {
+    P o;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e)
+      o.v[e] = fromFloat<T>(toFloat(z.v[e]) * scale * (gemma ? 1.f + toFloat(g.v[e]) : toFloat(g.v[e])));
+    return o;
+  }
+  // The maximum over the L consecutive lanes of a group (L a power of two, aligned), on every lane.
+  template <int L>
+  __device__ __forceinline__ static float groupMax(float m) {
+#pragma unroll
+    for (int off = L / 2; off >= 1; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    return m;
+  }
+  __device__ __forceinline__ static float warpMax(float m) { return groupMax<32>(m); }
+  // The maximum over the block (or over half of it, on its own barrier), on every thread; leaves
+  // sh.partial free for the next row.
+  __device__ __forceinline__ static float blockMax(Shared& sh, float m) {
+    const float w = warpMax(m);
+    if (threadIdx.x % 32 == 0) sh.partial[threadIdx.x / 32] = w;
+    __syncthreads();
+    float total = sh.partial[0];
+#pragma unroll
+    for (int k = 1; k < kWarps; ++k) total = fmaxf(total, sh.partial[k]);
+    __syncthreads();
+    return total;
+  }
+  __device__ __forceinline__ static float halfMax(Shared& sh, float m, int barrier_id) {
+    const int t = threadIdx.x % (kThreads / 2);
+    const float w = warpMax(m);
+    if (t % 32 == 0) sh.partial[t / 32] = w;
+    groupBarrier(barrier_id, kThreads / 2);
+    float total = sh.partial[0];
+#pragma unroll
+    for (int k = 1; k < kWarps / 2; ++k) total = fmaxf(total, sh.partial[k]);
+    groupBarrier(barrier_id, kThreads / 2);
+    return total;
+  }
+  // VEC / D bytes of quantized values (a pack's FP8 bytes, D = 1, or its E2M1 nibbles, D = 2).
+  template <int N>
+  __device__ __forceinline__ static void storeBytes(uint8_t* p, const uint8_t (&b)[N]) {
+    if constexpr (N == 8) {
+      uint2 w;
+      memcpy(&w, b, 8);
+      *reinterpret_cast<uint2*>(p) = w;
+    } else if constexpr (N == 4) {
+      uint32_t w;
+      memcpy(&w, b, 4);
+      *reinterpret_cast<uint32_t*>(p) = w;
+    } else if constexpr (N == 2) {
+      uint16_t w;
+      memcpy(&w, b, 2);
+      *reinterpret_cast<uint16_t*>(p) = w;
+    } else {
+      static_assert(N == 1, "a pack is 1-8 bytes once quantized");
+      *p = b[0];
+    }
+  }
+  // The scale of FP8 group g of `row` (per-group formats), in the call's layout.
+  __device__ __forceinline__ static void storeGroupScale(const RowArgs& a, int64_t row, int64_t g, float s) {
+    const int64_t groups = a.hidden / kFp8GroupSize;
+    if (a.scale_layout == kLayoutUE8M0Packed)
+      static_cast<uint8_t*>(a.q_scales)[4 * ((g / 4) * a.scale_rows + row) + g % 4] = ue8m0Byte(s);
+    else if (a.scale_layout == kLayoutColumnMajor)
+      static_cast<float*>(a.q_scales)[g * a.scale_rows + row] = s;
+    else
+      static_cast<float*>(a.q_scales)[row * groups + g] = s;
+  }
+  // The E4M3 scale of NVFP4 block c of `row`, in the call's layout.
+  __device__ __forceinline__ static void storeBlockScale(const RowArgs& a, int64_t row, int64_t c, uint8_t sf) {
+    uint8_t* p = static_cast<uint8_t*>(a.q_scales);
+    if (a.scale_layout == kLayoutSwizzled128x4) p[swizzled128x4(row, c, a.scale_cols)] = sf;
+    else p[row * (a.hidden / kNvfp4BlockSize) + c] = sf;
+  }
+  // The padding of a tiled scale layout, as zeros: this row's scale columns past the last group
+  // or block, and the padding rows row + j * tokens (j >= 1) below scaleRows, so that each row's
+  // block writes its share and every byte of the buffer is written once. Threads t of `threads`.
+  __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
+    const bool ue8m0 = a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutUE8M0Packed;
+    const bool colmajor = a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutColumnMajor;
+    const bool swizzled = a.quant == kQuantNvfp4 && a.scale_layout == kLayoutSwizzled128x4;
+    if (!ue8m0 && !colmajor && !swizzled) return;
+    // 32-bit arithmetic: a scale buffer's rows and words are far below 2^31, and a 64-bit division
+    // per padding word made a one-token NVFP4 call several times slower than the norm itself.
+    const int r0 = static_cast<int>(row), tokens = static_cast<int>(a.q_tokens), rows = static_cast<int>(a.scale_rows);
+    const int scale_cols = static_cast<int>(a.scale_cols);
+    const int cols = static_cast<int>(swizzled ? a.hidden / kNvfp4BlockSize : a.hidden / kFp8GroupSize);
+    const int words = ue8m0 ? (cols + 3) / 4 : swizzled ? scale_cols / 4 : cols;  // entries per row
+    if (t == 0) {  // this row's columns past the last one, up to a whole word
+      for (int c = cols; c < words * 4 && (ue8m0 || swizzled); ++c) {
+        if (ue8m0) static_cast<uint8_t*>(a.q_scales)[4 * ((c / 4) * rows + r0) + c % 4] = 0;
+        else static_cast<uint8_t*>(a.q_scales)[swizzled128x4(r0, c, scale_cols)] = 0;
+      }
+    }
+    const int shadows = (rows - r0 - 1) / tokens;  // padding rows this row writes
+    for (int n = t; n < shadows * words; n += threads) {
+      const int j = n / words, w = n - j * words;
+      const int r = r0 + (j + 1) * tokens;
+      if (colmajor) static_cast<float*>(a.q_scales)[w * rows + r] = 0.f;
+      else if (ue8m0) static_cast<uint32_t*>(a.q_scales)[w * rows + r] = 0;
+      else *reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(a.q_scales) + swizzled128x4(r, 4 * w, scale_cols)) = 0;
+    }
+  }
+  // The quantized copy of the normalised row (docs/design.md, "Quantized outputs"): o[k] holds the
+  // norm_out pack (as stored, T) of vector idxOf(k); every thread of the row's group calls it (the
+  // group reductions shuffle over lanes; a group's lanes are all active or all inactive, since the
+  // row is whole groups of vectors), t of `threads` is this thread's rank in the group and rowMax the
+  // row-wide maximum over the group. q_scale: the static FP8 scale or the NVFP4 global scale.
+  template <int N, typename IdxOf, typename RowMax>
+  __device__ __forceinline__ static void quantizeRow(const RowArgs& a, int64_t local_row, const P (&o)[N], float q_scale,
+                                                     IdxOf idxOf, int t, int threads, RowMax rowMax) {
+    const int64_t row = local_row + a.q_row0;  // the row of the quantized outputs
+    // One body per format: a runtime format inside one body keeps every format's temporaries live
+    // at once (it doubled the kernel's registers and spilled).
+    switch (a.quant) {
+      case kQuantFp8: quantizeAs<kQuantFp8>(a, row, o, q_scale, idxOf, t, rowMax); break;
+      case kQuantFp8PerToken: quantizeAs<kQuantFp8PerToken>(a, row, o, q_scale, idxOf, t, rowMax); break;
+      case kQuantFp8PerGroup: quantizeAs<kQuantFp8PerGroup>(a, row, o, q_scale, idxOf, t, rowMax); break;
+      default: quantizeAs<kQuantNvfp4>(a, row, o, q_scale, idxOf, t, rowMax); break;
+    }
+    writeScalePadding(a, row, t, threads);
+  }
+  template <uint8_t kFormat, int N, typename IdxOf, typename RowMax>
+  __device__ __forceinline__ static void quantizeAs(const RowArgs& a, int64_t row, const P (&o)[N], float q_scale, IdxOf idxOf,
+                                                    int t, RowMax rowMax) {
+    const int nvec = static_cast<int>(a.hidden / VEC);  // rows in registers: at most kThreads * kMaxVecPerThread
+    uint8_t* q = static_cast<uint8_t*>(a.q_out) + (kFormat == kQuantNvfp4 ? row * a.hidden / 2 : row * a.hidden);
+    float row_scale = q_scale;
+    if constexpr (kFormat == kQuantFp8PerToken) {
+      float m = 0.f;
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        if (int(idxOf(k)) < nvec)
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(toFloat(o[k].v[e])));
+      row_scale = fp8Scale(rowMax(m), false);
+      if (t == 0) static_cast<float*>(a.q_scales)[row] = row_scale;
+    }
+    // Straight from the packs as stored (T), element by element: an fp32 copy of the packs would
+    // double the live registers.
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const int i = int(idxOf(k));
+      const bool active = i < nvec;
+      auto x = [&](int e) { return active ? toFloat(o[k].v[e]) : 0.f; };
+      if constexpr (kFormat == kQuantNvfp4) {
+        constexpr int L = kNvfp4BlockSize / VEC;  // lanes per 16-element block
+        float m = 0.f;
+        bool nan = false;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(x(e))), nan |= x(e) != x(e);
+        m = groupMax<L>(m);
+        nan = groupMax<L>(nan ? 1.f : 0.f) != 0.f;
+        const Nvfp4Block blk = nvfp4Block(m, nan, row_scale);
+        if (active) {
+          if (i % L == 0) storeBlockScale(a, row, i / L, blk.sf);
+          uint8_t b[VEC / 2];
+#pragma unroll
+          for (int e = 0; e < VEC; e += 2)
+            b[e / 2] = static_cast<uint8_t>(e2m1FromFloat(x(e) * blk.inv) | e2m1FromFloat(x(e + 1) * blk.inv) << 4);
+          storeBytes(q + i * (VEC / 2), b);
+        }
+      } else {
+        float s = row_scale;
+        if constexpr (kFormat == kQuantFp8PerGroup) {
+          constexpr int L = kFp8GroupSize / VEC;  // lanes per 128-element group
+          float m = 0.f;
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(x(e)));
+          s = fp8Scale(groupMax<L>(m), a.pow2_scales || a.scale_layout == kLayoutUE8M0Packed);
+          if (active && i % L == 0) storeGroupScale(a, row, i / L, s);
+        }
+        if (active) {
+          uint8_t b[VEC];
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) b[e] = e4m3FromFloat(x(e) / s);
+          storeBytes(q + i * VEC, b);
         }
       }
     }
   }
 
- private:
   // residual_out of one pack: z = T(sum + residual) per element; adds z^2 to ss in element order
   // (every path's per-thread order, so every path gives the same bits).
   __device__ __forceinline__ static P addResidual(const P& s, const P& r, float& ss) {

@@ -18,14 +18,17 @@ namespace {
 // Rows of up to 2 vectors per thread (bf16/fp16 hidden <= 8192, fp32 <= 4096) compile for 3
 // resident blocks per SM (40 registers): the kernel is latency-bound per row (load, block
 // reduction, store), and a third block per SM took 8192 x 8192 bf16 from 141 to 133 us on H200.
-template <int kVpt>
-constexpr int normMinBlocks() { return kVpt <= 2 ? 3 : 1; }
+// The extended epilogue (quantization: absmax shuffles, conversions, scale math) needs ~64
+// registers at one vector per thread (2 blocks) and ~106 at two, where 2 blocks (64 registers)
+// spilled 136 bytes a thread and the spill traffic halved the kernel's bandwidth: one block.
+template <int kVpt, bool kExt>
+constexpr int normMinBlocks() { return kVpt > 2 ? 1 : !kExt ? 3 : kVpt == 1 ? 2 : 1; }
 
 // kNorm: 1 norm, 0 add only; the kVpt = kMaxVecPerThread kernel (kNormAtRuntime) takes the op at
 // run time (RowEpilogue::run: every op, rows of any width).
-template <typename T, int VEC, int kVpt, int kNorm>
-__global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt>()) addRMSNormKernel(RowArgs a) {
-  using Epi = RowEpilogue<T, VEC, kVpt>;
+template <typename T, int VEC, int kVpt, int kNorm, bool kExt>
+__global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSNormKernel(RowArgs a) {
+  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt>;
   __shared__ typename Epi::Shared sh;
   const T* x = static_cast<const T*>(a.input);
   for (int64_t row = blockIdx.x; row < a.tokens; row += gridDim.x) {
@@ -38,23 +41,29 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt>()) addRMSNormKer
 
 // The kernel of a variant and an op: rows of 16-byte vectors that fit 1 or 2 per thread get the
 // lean kernels; everything else, including a one-rank group's plain allreduce (out = x), the
-// general one. The launch and the preloading share it.
-template <typename T, int VEC, int kVpt>
+// general one; the extended epilogue (the norm op only) its own, per vectors per thread. The
+// launch and the preloading share it.
+template <typename T, int VEC, int kVpt, bool kExt>
 auto addRMSNormKernelFor(Op op) {
-  if constexpr (kVpt < kMaxVecPerThread) {
-    if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1>;
-    if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0>;
+  if constexpr (kExt) {
+    (void)op;
+    return addRMSNormKernel<T, VEC, kVpt, 1, true>;
+  } else {
+    if constexpr (kVpt < kMaxVecPerThread) {
+      if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1, false>;
+      if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0, false>;
+    }
+    return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime, false>;
   }
-  return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime>;
 }
 
 }  // namespace
 
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
-  return dispatchVariant(dtype, vector, args.hidden, [&](auto v) {
+  return dispatchVariant(dtype, vector, args.hidden, args.ext, [&](auto v) {
     using V = decltype(v);
-    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt>(args.op), blocks, kThreads, stream, args);
+    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(args.op), blocks, kThreads, stream, args);
   });
 }
 
@@ -62,7 +71,7 @@ cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit) {
   return forEachVariant([&](auto v) {
     using V = decltype(v);
     for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm}) {
-      const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt>(op));
+      const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(op));
       if (e != cudaSuccess) return e;
     }
     return cudaSuccess;

@@ -20,7 +20,7 @@ Status createGroup(int world, const int* devices, const Config& config, std::vec
 // Fault injection for the tests of the bounded waits. With `on`, this rank's flag two-shot (the
 // FlagBarrier two-shot, and the GridDependency two-shot of calls whose blocks take several units)
 // stops signalling "all-gather ready" for every unit after which its block has another one: a
-// peer that stops between two steps of one call, which is where the split steps 3-5 of twoshot.cu
+// peer that stops between two steps of one call, which is where the split steps 3-5 of twoshot.cuh
 // wait on half a block. The peers' calls then time out (and so does this rank's, waiting for the
 // peers' next step). Takes effect from the next call; kInvalidArgument for a null communicator.
 Status skipAllGatherSignals(Communicator* comm, bool on);

@@ -22,12 +22,12 @@ using namespace cputest;
 // with dispatchVariant. Every variant a launch can pick must be walked (or it would load lazily,
 // the two-communicator deadlock of kernels.h preloadKernels), and nothing else (or dead kernels get built and loaded).
 namespace {
-using VariantKey = std::tuple<int, int, int>;  // dtype, VEC, kVpt
+using VariantKey = std::tuple<int, int, int, bool>;  // dtype, VEC, kVpt, kExt
 template <typename V>
 VariantKey keyOf(V) {
   using T = typename V::type;
   const int dtype = std::is_same_v<T, float> ? 0 : std::is_same_v<T, __half> ? 1 : 2;
-  return {dtype, V::vec, V::vpt};
+  return {dtype, V::vec, V::vpt, V::ext};
 }
 }  // namespace
 
@@ -40,13 +40,48 @@ TEST(Dispatch, TheEnumerationCoversEveryVariantALaunchCanPick) {
             cudaSuccess);
   for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
     for (bool vector : {true, false})
-      for (int64_t hidden = 1; hidden <= 40000; hidden += hidden < 9000 ? 1 : 97)
-        arfusion::detail::dispatchVariant(d, vector, hidden, [&](auto v) {
-          picked.insert(keyOf(v));
-          return cudaSuccess;
-        });
+      for (bool ext : {false, true})
+        for (int64_t hidden = 1; hidden <= 40000; hidden += hidden < 9000 ? 1 : 97) {
+          if (ext && (!vector || hidden * (d == DType::kFloat32 ? 4 : 2) > 32768)) continue;  // refused before dispatch
+          arfusion::detail::dispatchVariant(d, vector, hidden, ext, [&](auto v) {
+            picked.insert(keyOf(v));
+            return cudaSuccess;
+          });
+        }
   EXPECT_EQ(walked, picked);
-  EXPECT_EQ(walked.size(), 12u);  // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path)
+  // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path), and the extended epilogue's
+  // kVpt 1, 2, 4 on the vector path.
+  EXPECT_EQ(walked.size(), 21u);
+}
+
+// The fused kernels compile their plain and extended epilogues in separate files: the two halves
+// must together walk every variant, each exactly once, and dispatch must refuse the other half's.
+TEST(Dispatch, ThePlainAndExtendedHalvesPartitionTheVariants) {
+  using arfusion::detail::Epilogues;
+  std::set<VariantKey> all, plain, extended;
+  auto into = [](std::set<VariantKey>* s) {
+    return [s](auto v) {
+      s->insert(keyOf(v));
+      return cudaSuccess;
+    };
+  };
+  ASSERT_EQ(arfusion::detail::forEachVariant(into(&all)), cudaSuccess);
+  ASSERT_EQ(arfusion::detail::forEachVariant<Epilogues::kPlain>(into(&plain)), cudaSuccess);
+  ASSERT_EQ(arfusion::detail::forEachVariant<Epilogues::kExtended>(into(&extended)), cudaSuccess);
+  for (const VariantKey& k : plain) EXPECT_FALSE(std::get<3>(k));
+  for (const VariantKey& k : extended) EXPECT_TRUE(std::get<3>(k));
+  std::set<VariantKey> both = plain;
+  both.insert(extended.begin(), extended.end());
+  EXPECT_EQ(both, all);
+  EXPECT_EQ(plain.size() + extended.size(), all.size());
+  int called = 0;
+  auto count = [&](auto) {
+    ++called;
+    return cudaSuccess;
+  };
+  EXPECT_EQ(arfusion::detail::dispatchVariant<Epilogues::kPlain>(DType::kBFloat16, true, 4096, true, count), cudaErrorInvalidValue);
+  EXPECT_EQ(arfusion::detail::dispatchVariant<Epilogues::kExtended>(DType::kBFloat16, true, 4096, false, count), cudaErrorInvalidValue);
+  EXPECT_EQ(called, 0);
 }
 
 // The launch configuration of every fused grid and of the clusters' occupancy query.

@@ -67,7 +67,7 @@ TEST(Validate, EachBadArgumentIsRejectedWithAMessage) {
       {"dtype", [](RowArgs&) {}, static_cast<DType>(7)},
       {"overlap", [](RowArgs& a) { a.out = const_cast<void*>(a.input); }, DType::kBFloat16},
       {"overlap", [](RowArgs& a) { a.residual_out = static_cast<char*>(const_cast<void*>(a.residual_in)) + 2; }, DType::kBFloat16},
-      {"gamma overlaps", [](RowArgs& a) { a.gamma = a.out; }, DType::kBFloat16},
+      {"gamma and norm_out overlap", [](RowArgs& a) { a.gamma = a.out; }, DType::kBFloat16},
       {"is not aligned", [](RowArgs& a) { a.input = static_cast<const char*>(a.input) + 1; }, DType::kBFloat16},
       {"is not aligned", [](RowArgs& a) { a.gamma = static_cast<const char*>(a.gamma) + 2; }, DType::kFloat32},
   };

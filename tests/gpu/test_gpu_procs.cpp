@@ -83,6 +83,19 @@ TEST(Processes, SanitizeSmallShapes) {
   arfusion::commDestroy(ctx.comm);
 }
 
+// The quantized outputs with ranks as processes (CUDA IPC), every fused path against the NCCL path.
+TEST(Processes, QuantizedOutputs) {
+  NEED_RANKS();
+  using arfusion::QuantFormat;
+  using arfusion::ScaleLayout;
+  uint64_t seed = 9500;
+  for (const QuantCase& q : {QuantCase{QuantFormat::kFp8PerToken, ScaleLayout::kLinear},
+                             QuantCase{QuantFormat::kFp8PerGroup, ScaleLayout::kUE8M0Packed},
+                             QuantCase{QuantFormat::kNvfp4, ScaleLayout::kSwizzled128x4, false, 224.f}})
+    for (int64_t t : {1, 200})
+      ASSERT_EQ(scenarioQuant(g_ctx, QuantShapeCase{arfusion::DType::kBFloat16, t, 4096, seed++, q, t == 1}), "");
+}
+
 TEST(Processes, Soak) {
   NEED_RANKS();
   int64_t compared = 0;

@@ -8,6 +8,7 @@
 #include <cuda.h>
 
 #include "gpu_harness.h"
+#include "kernels/quant.h"
 
 namespace arftest {
 namespace {
@@ -22,6 +23,13 @@ __global__ void countMismatchKernel(const uint32_t* a, const uint32_t* b, size_t
 __global__ void perturbKernel(uint32_t* p, size_t words) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
     p[i] ^= 0x00010001u;
+}
+// The library's conversions (src/kernels/quant.h) as compiled for the device, element by element.
+__global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    e4m3[i] = arfusion::detail::e4m3FromFloat(in[i]);
+    e2m1[i] = arfusion::detail::e2m1FromFloat(in[i]);
+  }
 }
 // Launched by nothing but loadingProbe(): whether it is loaded says how this process loads kernels.
 __global__ void loadingProbeKernel(int* p) {
@@ -43,13 +51,17 @@ cudaError_t launch64(void (*kernel)(KArgs...), cudaStream_t s, Args... args) {
 cudaError_t countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s) {
   return launch64(countMismatchKernel, s, static_cast<const uint32_t*>(a), static_cast<const uint32_t*>(b), bytes / 4, counter);
 }
+cudaError_t convertOnDevice(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n, cudaStream_t s) {
+  return launch64(convertKernel, s, in, e4m3, e2m1, n);
+}
 cudaError_t perturb(void* p, size_t bytes, cudaStream_t s) { return launch64(perturbKernel, s, static_cast<uint32_t*>(p), bytes / 4); }
 
 // Loads the kernels above now: a test that spins fused kernels of two communicators at once must
 // not load one of its own kernels lazily in between (arfusion's preloadKernels() says why).
 std::string preloadTestKernels() {
   cudaFuncAttributes attr;
-  for (const void* k : {reinterpret_cast<const void*>(countMismatchKernel), reinterpret_cast<const void*>(perturbKernel)})
+  for (const void* k : {reinterpret_cast<const void*>(countMismatchKernel), reinterpret_cast<const void*>(perturbKernel),
+                        reinterpret_cast<const void*>(convertKernel)})
     if (cudaFuncGetAttributes(&attr, k) != cudaSuccess) return "cudaFuncGetAttributes failed on a test kernel";
   return "";
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arfusion/arfusion.h"
+#include "quant_ref.h"
 
 namespace arftest {
 
@@ -91,6 +92,25 @@ std::string scenarioSpecialValues(RankCtx& ctx);
 // communicator usable.
 std::string scenarioBadInput(RankCtx& ctx);
 
+// The extended epilogue (NormArgs): a quantized output in format q, Gemma weights, no residual.
+// Every path (NCCL where the group has it, one-shot and two-shot in both sync modes, Auto) on fresh
+// random inputs, every output poisoned first: residual_out and norm_out against the float64
+// reference; the quantized values and the whole scale buffer, padding included, byte for byte
+// against the recipe applied to the norm_out the call wrote (quant_ref.h); every dequantized value
+// within the format's error bound of norm_out; a second call without norm_out and residual_out must
+// write the same quantized bytes; bitwise identical on every rank and on every path.
+struct QuantShapeCase {
+  arfusion::DType dtype;
+  int64_t tokens, hidden;
+  uint64_t seed;
+  QuantCase quant;
+  bool gemma = false;
+  bool no_residual = false;
+};
+std::string scenarioQuant(RankCtx& ctx, const QuantShapeCase& c);
+// The same on one GPU through the single-GPU addRMSNorm(NormArgs), with input x as the sum.
+std::string checkAddRMSNormQuant(const QuantShapeCase& c);
+
 // Whether x, the bits of one element of dtype d, is a NaN (any payload, either sign).
 bool isNaNBits(uint32_t x, arfusion::DType d);
 
@@ -105,5 +125,7 @@ std::string kernelLoaded(const void* kernel, bool* loaded);
 std::string loadingProbe(bool* before, bool* after);
 cudaError_t countMismatch(const void* a, const void* b, size_t bytes, unsigned long long* counter, cudaStream_t s);
 cudaError_t perturb(void* p, size_t bytes, cudaStream_t s);
+// The library's E4M3 and E2M1 conversions of in[0..n) on the device (src/kernels/quant.h).
+cudaError_t convertOnDevice(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n, cudaStream_t s);
 
 }  // namespace arftest

@@ -1,10 +1,12 @@
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "gpu_harness.h"
+#include "quant_ref.h"
 #include "reference.h"
 
 using arfusion::DType;
@@ -689,22 +691,236 @@ std::string scenarioBadInput(RankCtx& ctx) {
     cases.push_back({"input on another device", [&] { return arfusion::allReduceAddRMSNorm(C, other_dev_mem, res_in.p, res_out.p, g.p, out.p, T, H, d, 1e-6f, S); }});
     cases.push_back({"stream of another device", [&] { return arfusion::allReduceAddRMSNorm(C, in.p, res_in.p, res_out.p, g.p, out.p, T, H, d, 1e-6f, other_stream); }});
   }
+  // NormArgs options that cannot be used: refused with a reason, nothing written (the quantized
+  // buffers included).
+  DevBuf qv, qs, qscale;
+  if (!(err = qv.alloc(bytes, ctx.stream)).empty() || !(err = qs.alloc(bytes, ctx.stream)).empty() ||
+      !(err = qscale.alloc(16, ctx.stream)).empty())
+    return err;
+  const float one = 1.f;
+  if (!(err = qscale.upload(&one, 4)).empty()) return err;
+  auto norm = [&](auto mutate) {
+    return [&, mutate] {
+      arfusion::NormArgs a;
+      a.input = in.p, a.residual_in = res_in.p, a.residual_out = res_out.p, a.gamma = g.p, a.norm_out = out.p;
+      a.tokens = T, a.hidden = H, a.dtype = d;
+      a.quant.format = arfusion::QuantFormat::kNvfp4;
+      a.quant.values = qv.p, a.quant.scales = qs.p, a.quant.scale = static_cast<const float*>(qscale.p);
+      mutate(a);
+      return arfusion::allReduceAddRMSNorm(C, a, S);
+    };
+  };
+  const float host_scale = 1.f;
+  cases.push_back({"NormArgs: null quantized values", norm([](arfusion::NormArgs& a) { a.quant.values = nullptr; })});
+  cases.push_back({"NormArgs: null scales", norm([](arfusion::NormArgs& a) { a.quant.scales = nullptr; })});
+  cases.push_back({"NormArgs: host global scale", norm([&](arfusion::NormArgs& a) { a.quant.scale = &host_scale; })});
+  cases.push_back({"NormArgs: hidden not a multiple of 16", norm([](arfusion::NormArgs& a) { a.hidden = H - 8; })});
+  cases.push_back({"NormArgs: per-group with hidden 4032", norm([](arfusion::NormArgs& a) {
+                     a.quant.format = arfusion::QuantFormat::kFp8PerGroup, a.hidden = 4032;
+                   })});
+  cases.push_back({"NormArgs: a layout of another format", norm([](arfusion::NormArgs& a) { a.quant.layout = arfusion::ScaleLayout::kUE8M0Packed; })});
+  cases.push_back({"NormArgs: misaligned norm_out", norm([&](arfusion::NormArgs& a) { a.norm_out = static_cast<char*>(out.p) + 2; })});
   std::vector<uint8_t> want(bytes, 0x5a);
   for (const Bad& b : cases) {
     CK(cudaMemsetAsync(res_out.p, 0x5a, bytes, ctx.stream));
     CK(cudaMemsetAsync(out.p, 0x5a, bytes, ctx.stream));
+    CK(cudaMemsetAsync(qv.p, 0x5a, bytes, ctx.stream));
+    CK(cudaMemsetAsync(qs.p, 0x5a, bytes, ctx.stream));
     CK(cudaStreamSynchronize(ctx.stream));
     const Status st = b.call();
     if (st != Status::kInvalidArgument)
       return std::string(b.what) + ": expected kInvalidArgument, got " + arfusion::statusString(st);
     if (std::string(arfusion::lastError()).empty()) return std::string(b.what) + ": no message";
     CK(cudaStreamSynchronize(ctx.stream));
-    if (download(res_out) != want || download(out) != want) return std::string(b.what) + ": an output was written";
+    if (download(res_out) != want || download(out) != want || download(qv) != want || download(qs) != want)
+      return std::string(b.what) + ": an output was written";
   }
   // Still usable: a good call gives the right answer.
   ShapeCase good{d, 3, 1024, 4242};
   const std::string r = scenarioShape(ctx, good);
   return r.empty() ? "" : "after bad input: " + r;
+}
+
+}  // namespace arftest
+
+// ---- the extended epilogue and its quantized outputs
+namespace arftest {
+namespace {
+
+// A quantized output's buffers on the device, and the scale (static or global) it reads.
+struct QuantBuffers {
+  DevBuf values, scales, scale_in;
+  size_t value_bytes = 0, scale_bytes = 0;
+  std::string alloc(const QuantShapeCase& c, cudaStream_t s) {
+    std::string e;
+    if (arfusion::quantBufferBytes(c.quant.format, c.quant.layout, c.tokens, c.hidden, &value_bytes, &scale_bytes) !=
+        Status::kSuccess)
+      return std::string("quantBufferBytes: ") + arfusion::lastError();
+    if (!(e = values.alloc(std::max<size_t>(value_bytes, 16), s)).empty() || !(e = scales.alloc(std::max<size_t>(scale_bytes, 16), s)).empty() ||
+        !(e = scale_in.alloc(16, s)).empty())
+      return e;
+    return scale_in.upload(&c.quant.scale, sizeof(float));
+  }
+  std::string poison(cudaStream_t s, int byte) {
+    CK(cudaMemsetAsync(values.p, byte, values.bytes, s));
+    CK(cudaMemsetAsync(scales.p, byte, scales.bytes, s));
+    return "";
+  }
+  arfusion::QuantOut out(const QuantShapeCase& c) const {
+    arfusion::QuantOut q;
+    q.format = c.quant.format;
+    q.layout = c.quant.layout;
+    q.pow2_scales = c.quant.pow2;
+    q.values = values.p;
+    q.scales = scale_bytes ? scales.p : nullptr;
+    q.scale = static_cast<const float*>(scale_in.p);
+    return q;
+  }
+  std::vector<uint8_t> valuesHost() const {
+    auto v = download(values);
+    v.resize(value_bytes);
+    return v;
+  }
+  std::vector<uint8_t> scalesHost() const {
+    auto v = download(scales);
+    v.resize(scale_bytes);
+    return v;
+  }
+};
+
+// The checks of one call's outputs: residual_out (unless absent) and norm_out against the float64
+// reference, the quantized bytes against the recipe applied to norm_out, the dequantized values
+// within the format's bound. "" or the first failure.
+std::string verifyQuant(const QuantShapeCase& c, const Reference& ref, const std::vector<uint8_t>& gamma,
+                        const std::vector<uint8_t>& res_out, const std::vector<uint8_t>& norm,
+                        const std::vector<uint8_t>& values, const std::vector<uint8_t>& scales) {
+  const DType d = c.dtype;
+  if (!res_out.empty()) {
+    const CheckResult cr = check(res_out, ref, gamma, c.tokens, c.hidden, d, 1, c.gemma);
+    if (!cr.ok()) return "residual_out: " + std::to_string(cr.bad) + " wrong, " + std::to_string(cr.unwritten) + " unwritten; " + cr.first;
+  }
+  const CheckResult cn = check(norm, ref, gamma, c.tokens, c.hidden, d, 2, c.gemma);
+  if (!cn.ok()) return "norm_out: " + std::to_string(cn.bad) + " wrong, " + std::to_string(cn.unwritten) + " unwritten; " + cn.first;
+  if (c.quant.format == arfusion::QuantFormat::kNone) return "";
+  std::vector<uint8_t> want_v, want_s;
+  expectedQuant(c.quant, norm, c.tokens, c.hidden, d, &want_v, &want_s);
+  for (size_t i = 0; i < want_v.size(); ++i)
+    if (values[i] != want_v[i])
+      return "quantized value byte " + std::to_string(i) + " is " + std::to_string(values[i]) + ", the recipe gives " +
+             std::to_string(want_v[i]) + (values[i] == 0xa5 ? " (unwritten)" : "");
+  for (size_t i = 0; i < want_s.size(); ++i)
+    if (scales[i] != want_s[i])
+      return "scale byte " + std::to_string(i) + " of " + std::to_string(want_s.size()) + " is " + std::to_string(scales[i]) +
+             ", the recipe gives " + std::to_string(want_s[i]) + (scales[i] == 0xa5 ? " (unwritten)" : "");
+  for (int64_t t = 0; t < c.tokens; ++t)
+    for (int64_t h = 0; h < c.hidden; ++h) {
+      const double x = toDouble(norm.data(), size_t(t * c.hidden + h), d);
+      const double got = dequantized(c.quant, values, scales, c.tokens, c.hidden, t, h);
+      const double bound = quantErrorBound(c.quant, values, scales, c.tokens, c.hidden, t, h, x);
+      if (!(std::fabs(got - x) <= bound))
+        return "dequantized [" + std::to_string(t) + "," + std::to_string(h) + "] = " + std::to_string(got) + ", norm_out " +
+               std::to_string(x) + " (bound " + std::to_string(bound) + ")";
+    }
+  return "";
+}
+
+}  // namespace
+
+std::string scenarioQuant(RankCtx& ctx, const QuantShapeCase& c) {
+  const DType d = c.dtype;
+  const size_t E = elemSize(d), n = size_t(c.tokens * c.hidden), bytes = n * E;
+  std::vector<std::vector<uint8_t>> inputs(ctx.world);
+  for (int r = 0; r < ctx.world; ++r) inputs[r] = randomTensor(n, d, c.seed * 64 + r);
+  const auto residual = c.no_residual ? std::vector<uint8_t>() : randomTensor(n, d, c.seed * 64 + 40);
+  const auto gamma = randomTensor(c.hidden, d, c.seed * 64 + 41);
+  const Reference ref = reference(inputs, residual, gamma, c.tokens, c.hidden, d, 1e-5, c.gemma);
+  DevBuf in, res_in, res_out, g, out;
+  QuantBuffers q;
+  std::string err;
+  const cudaStream_t st = ctx.stream;
+  for (DevBuf* b : {&in, &res_in, &res_out, &out})
+    if (!(err = b->alloc(bytes, st)).empty()) return err;
+  if (!(err = g.alloc(c.hidden * E, st)).empty() || !(err = q.alloc(c, st)).empty()) return err;
+  if (!(err = in.upload(inputs[ctx.rank].data(), bytes)).empty() || !(err = g.upload(gamma.data(), c.hidden * E)).empty() ||
+      (!c.no_residual && !(err = res_in.upload(residual.data(), bytes)).empty()))
+    return err;
+  std::vector<Variant> variants = pathVariants(ctx);
+  variants.push_back({Strategy::kAuto, SyncMode::kAuto});
+  std::vector<uint8_t> first_v, first_s;
+  for (const Variant& v : variants) {
+    const std::string what = std::string("[quant ") + arfusion::toString(c.quant.format) + "/" + arfusion::toString(c.quant.layout) +
+                             (c.gemma ? " gemma" : "") + (c.no_residual ? " no-residual" : "") + " " + arfusion::toString(d) + " " +
+                             std::to_string(c.tokens) + " x " + std::to_string(c.hidden) + " " + arfusion::toString(v.strategy) + "/" +
+                             arfusion::toString(v.sync) + "] ";
+    const Status set = arfusion::commSetStrategy(ctx.comm, v.strategy, v.sync);
+    if (set == Status::kNotSupported && v.sync == SyncMode::kGridDependency) continue;  // as scenarioShape
+    OK(set);
+    std::vector<uint8_t> values, scales;
+    const std::string local = [&]() -> std::string {
+      arfusion::NormArgs a;
+      a.input = in.p, a.residual_in = c.no_residual ? nullptr : res_in.p, a.residual_out = res_out.p, a.gamma = g.p;
+      a.norm_out = out.p, a.tokens = c.tokens, a.hidden = c.hidden, a.dtype = d, a.eps = 1e-5f, a.gemma = c.gemma;
+      a.quant = q.out(c);
+      CK(cudaMemsetAsync(res_out.p, 0xff, bytes, st));
+      CK(cudaMemsetAsync(out.p, 0xff, bytes, st));
+      if (std::string e = q.poison(st, 0xa5); !e.empty()) return e;
+      OK(arfusion::allReduceAddRMSNorm(ctx.comm, a, st));
+      CK(cudaStreamSynchronize(st));
+      const char* detail = nullptr;
+      if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return detail;
+      values = q.valuesHost(), scales = q.scalesHost();
+      if (std::string e = verifyQuant(c, ref, gamma, download(res_out), download(out), values, scales); !e.empty()) return e;
+      if (c.quant.format == arfusion::QuantFormat::kNone) return "";
+      // Without norm_out and residual_out: the same quantized bytes (and nothing else written).
+      a.norm_out = nullptr, a.residual_out = nullptr;
+      if (std::string e = q.poison(st, 0x5a); !e.empty()) return e;
+      OK(arfusion::allReduceAddRMSNorm(ctx.comm, a, st));
+      CK(cudaStreamSynchronize(st));
+      if (arfusion::commGetAsyncError(ctx.comm, &detail) != Status::kSuccess) return detail;
+      if (q.valuesHost() != values || q.scalesHost() != scales) return "without norm_out the quantized bytes differ";
+      if (!first_v.empty() && (values != first_v || scales != first_s)) return "the quantized bytes differ from the first path's";
+      return "";
+    }();
+    const std::string verdict = agreeStep(ctx, local, hashBytes(scales.data(), scales.size(), hashBytes(values.data(), values.size())));
+    if (!verdict.empty()) return what + verdict;
+    if (first_v.empty()) first_v = values, first_s = scales;
+  }
+  OK(arfusion::commSetStrategy(ctx.comm, Strategy::kAuto, SyncMode::kAuto));
+  return "";
+}
+
+std::string checkAddRMSNormQuant(const QuantShapeCase& c) {
+  const DType d = c.dtype;
+  const size_t E = elemSize(d), n = size_t(c.tokens * c.hidden), bytes = n * E;
+  const auto x = randomTensor(n, d, c.seed * 64);
+  const auto residual = c.no_residual ? std::vector<uint8_t>() : randomTensor(n, d, c.seed * 64 + 40);
+  const auto gamma = randomTensor(c.hidden, d, c.seed * 64 + 41);
+  const Reference ref = reference({x}, residual, gamma, c.tokens, c.hidden, d, 1e-5, c.gemma);
+  cudaStream_t st = nullptr;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  std::string err = [&]() -> std::string {
+    DevBuf in, res_in, res_out, g, out;
+    QuantBuffers q;
+    std::string e;
+    for (DevBuf* b : {&in, &res_in, &res_out, &out})
+      if (!(e = b->alloc(bytes, st)).empty()) return e;
+    if (!(e = g.alloc(c.hidden * E, st)).empty() || !(e = q.alloc(c, st)).empty()) return e;
+    if (!(e = in.upload(x.data(), bytes)).empty() || !(e = g.upload(gamma.data(), c.hidden * E)).empty() ||
+        (!c.no_residual && !(e = res_in.upload(residual.data(), bytes)).empty()))
+      return e;
+    arfusion::NormArgs a;
+    a.input = in.p, a.residual_in = c.no_residual ? nullptr : res_in.p, a.residual_out = res_out.p, a.gamma = g.p;
+    a.norm_out = out.p, a.tokens = c.tokens, a.hidden = c.hidden, a.dtype = d, a.eps = 1e-5f, a.gemma = c.gemma;
+    a.quant = q.out(c);
+    CK(cudaMemsetAsync(res_out.p, 0xff, bytes, st));
+    CK(cudaMemsetAsync(out.p, 0xff, bytes, st));
+    if (std::string p = q.poison(st, 0xa5); !p.empty()) return p;
+    OK(arfusion::addRMSNorm(a, st));
+    CK(cudaStreamSynchronize(st));
+    return verifyQuant(c, ref, gamma, download(res_out), download(out), q.valuesHost(), q.scalesHost());
+  }();
+  cudaStreamDestroy(st);
+  return err;
 }
 
 }  // namespace arftest

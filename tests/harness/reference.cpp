@@ -43,7 +43,7 @@ std::vector<uint8_t> randomTensor(size_t count, DType d, uint64_t seed, double s
 }
 
 Reference reference(const std::vector<std::vector<uint8_t>>& inputs, const std::vector<uint8_t>& residual,
-                    const std::vector<uint8_t>& gamma, int64_t tokens, int64_t hidden, DType d, double eps) {
+                    const std::vector<uint8_t>& gamma, int64_t tokens, int64_t hidden, DType d, double eps, bool gemma) {
   const size_t n = static_cast<size_t>(tokens * hidden);
   Reference r;
   r.sum.assign(n, 0.0);
@@ -70,7 +70,7 @@ Reference reference(const std::vector<std::vector<uint8_t>>& inputs, const std::
     for (int64_t h = 0; h < hidden; ++h) {
       const size_t i = t * hidden + h;
       const double g = gamma.empty() ? 1.0 : toDouble(gamma.data(), h, d);
-      r.norm_out[i] = r.residual_out[i] * r.inv_rms[t] * g;
+      r.norm_out[i] = r.residual_out[i] * r.inv_rms[t] * (gemma ? 1.0 + g : g);
     }
   }
   return r;
@@ -86,7 +86,7 @@ double unitRoundoff(DType d) {
 }
 
 CheckResult check(const std::vector<uint8_t>& got, const Reference& ref, const std::vector<uint8_t>& gamma,
-                  int64_t tokens, int64_t hidden, DType d, int which) {
+                  int64_t tokens, int64_t hidden, DType d, int which, bool gemma) {
   CheckResult c;
   const double u = unitRoundoff(d);
   // Absolute floor: the spacing of the dtype's subnormals (fp16 values below 6e-5 carry only
@@ -106,7 +106,8 @@ CheckResult check(const std::vector<uint8_t>& got, const Reference& ref, const s
         want = ref.residual_out[i];
         tol = tol_res;
       } else {
-        const double g = gamma.empty() ? 1.0 : std::fabs(toDouble(gamma.data(), h, d));
+        const double g0 = gamma.empty() ? 1.0 : toDouble(gamma.data(), h, d);
+        const double g = std::fabs(gemma ? 1.0 + g0 : g0);
         want = ref.norm_out[i];
         // Error of residual_out carried through the scale, plus the output rounding and the
         // rounding of the mean square (relative, a few u).

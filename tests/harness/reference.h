@@ -26,8 +26,9 @@ struct Reference {
   std::vector<double> inv_rms;                       // per row
 };
 // inputs[r] is rank r's input.
+// An empty residual is zero; gemma: norm_out = residual_out * inv_rms * (1 + gamma).
 Reference reference(const std::vector<std::vector<uint8_t>>& inputs, const std::vector<uint8_t>& residual,
-                    const std::vector<uint8_t>& gamma, int64_t tokens, int64_t hidden, DType d, double eps);
+                    const std::vector<uint8_t>& gamma, int64_t tokens, int64_t hidden, DType d, double eps, bool gemma = false);
 
 // Unit roundoff of a dtype for the stated tolerances: bf16 2^-8, fp16 2^-11, fp32 2^-22
 // (fp32 accumulation over up to 8 ranks). The tests allow 2 units on every rounding step.
@@ -43,7 +44,7 @@ struct CheckResult {
 // Compares device output `got` (dtype d) with the float64 reference of `op`.
 // which: 0 = allreduce out, 1 = residual_out, 2 = norm_out.
 CheckResult check(const std::vector<uint8_t>& got, const Reference& ref, const std::vector<uint8_t>& gamma,
-                  int64_t tokens, int64_t hidden, DType d, int which);
+                  int64_t tokens, int64_t hidden, DType d, int which, bool gemma = false);
 
 uint64_t hashBytes(const void* p, size_t n, uint64_t h = 1469598103934665603ull);
 

@@ -1,0 +1,146 @@
+// Quantized outputs: the number formats, their conversions and the scale layouts, compiled alike
+// for the device (the epilogue, norm_epilogue.cuh) and the host (validation, sizes, the tests'
+// expectations). docs/design.md, "Quantized outputs", states every recipe and draws the layouts.
+//
+// Conversions are software (bit arithmetic, IEEE fp32 operations only), the same code on every
+// arch but one: E4M3 has conversion instructions from SM89 and E2M1 from SM100, but a hardware
+// conversion is used only where a test on that arch proves it equal: E4M3 on SM90 (the tests run on
+// H100/H200); no SM100/SM120 GPU is at hand, so those keep the software conversion. The
+// tests compare these functions with an independent table-based reference on every bf16 and fp16
+// value and a large fp32 sample (NaN, infinities, -0.0, subnormals, ties included).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#include <cuda_fp8.h>
+#endif
+
+#ifdef __CUDACC__
+#define ARF_HD __host__ __device__ __forceinline__
+#else
+#define ARF_HD inline
+#endif
+
+namespace arfusion::detail {
+
+// Values of arfusion::QuantFormat and arfusion::ScaleLayout (arfusion.h).
+enum : uint8_t { kQuantNone = 0, kQuantFp8 = 1, kQuantFp8PerToken = 2, kQuantFp8PerGroup = 3, kQuantNvfp4 = 4 };
+enum : uint8_t { kLayoutLinear = 0, kLayoutColumnMajor = 1, kLayoutUE8M0Packed = 2, kLayoutSwizzled128x4 = 3 };
+
+constexpr float kE4M3Max = 448.f;
+constexpr float kE2M1Max = 6.f;
+// The smallest FP8 scale of the dynamic formats: an all-zero row or group is defined (its values
+// quantize to 0), and a tiny one does not divide by a denormal.
+constexpr float kFp8MinScale = 1.f / (448.f * 512.f);
+constexpr int kFp8GroupSize = 128;   // elements per scale of kQuantFp8PerGroup
+constexpr int kNvfp4BlockSize = 16;  // elements per E4M3 scale of kQuantNvfp4
+
+ARF_HD uint32_t floatBits(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  return b;
+}
+ARF_HD float bitsFloat(uint32_t b) {
+  float x;
+  memcpy(&x, &b, 4);
+  return x;
+}
+
+// fp32 -> FP8 E4M3 (the OCP "fn" variant: bias 7, no infinities, NaN = S.1111.111, largest 448),
+// rounded to nearest, ties to even, saturating: every value of magnitude >= 448, infinities
+// included, becomes +-448; NaN stays NaN (0x7f with the input's sign); -0.0 becomes 0x80.
+ARF_HD uint8_t e4m3FromFloat(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+  // SM90: the conversion instruction (cvt.rn.satfinite.e4m3x2.f32), proven bit-equal to the code
+  // below on every bf16 and fp16 value and 2^24 fp32 samples by Quant.DeviceConversionsMatchTheReference
+  // on an H100. NaN is handled here so that its sign is kept as below.
+  if (x != x) return static_cast<uint8_t>((floatBits(x) >> 24) & 0x80u) | 0x7f;
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+#endif
+  const uint32_t b = floatBits(x);
+  const uint8_t sign = static_cast<uint8_t>((b >> 24) & 0x80u);
+  const uint32_t abs = b & 0x7fffffffu;
+  if (abs > 0x7f800000u) return sign | 0x7f;  // NaN
+  if (abs >= 0x43e00000u) return sign | 0x7e;  // >= 448: saturate
+  if (abs < 0x3c800000u) {                     // below 2^-6: subnormals, steps of 2^-9 (8 is 2^-6)
+    const float q = rintf(bitsFloat(abs) * 512.f);  // exact scaling; rintf rounds ties to even
+    return sign | static_cast<uint8_t>(q);
+  }
+  uint32_t e = (abs >> 23) - 127 + 7, keep = (abs >> 20) & 7;
+  const uint32_t rest = abs & 0xfffffu;
+  if (rest > 0x80000u || (rest == 0x80000u && (keep & 1))) ++keep;
+  if (keep == 8) keep = 0, ++e;  // rounded up to the next power of two (still < 448 here)
+  return sign | static_cast<uint8_t>(e << 3 | keep);
+}
+
+// FP8 E4M3 -> fp32 (exact).
+ARF_HD float e4m3ToFloat(uint8_t c) {
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24, e = (c >> 3) & 15, m = c & 7;
+  if (e == 15 && m == 7) return bitsFloat(sign | 0x7fc00000u);
+  if (e == 0) return bitsFloat(sign | floatBits(static_cast<float>(m) * (1.f / 512.f)));
+  return bitsFloat(sign | (e - 7 + 127) << 23 | m << 20);
+}
+
+// fp32 -> FP4 E2M1 (bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6), rounded to nearest, ties to even,
+// saturating at +-6; E2M1 has no NaN: NaN becomes +6 (0x7). The sign is bit 3.
+ARF_HD uint8_t e2m1FromFloat(float x) {
+  const uint32_t b = floatBits(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return 0x7;
+  const uint8_t sign = static_cast<uint8_t>((b >> 28) & 0x8u);
+  const float a = bitsFloat(b & 0x7fffffffu);
+  const uint8_t code = a <= 0.25f ? 0 : a < 0.75f ? 1 : a <= 1.25f ? 2 : a < 1.75f ? 3 : a <= 2.5f ? 4 : a < 3.5f ? 5 : a <= 5.f ? 6 : 7;
+  return sign | code;
+}
+
+ARF_HD float e2m1ToFloat(uint8_t c) {
+  const float mag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
+  return (c & 8) ? -mag[c & 7] : mag[c & 7];
+}
+
+// A dynamic FP8 scale from an absolute maximum: absmax / 448, at least kFp8MinScale; with `pow2`,
+// rounded up to a power of two (a UE8M0 exponent).
+ARF_HD float fp8Scale(float absmax, bool pow2) {
+  float s = fmaxf(absmax / kE4M3Max, kFp8MinScale);
+  if (pow2) {
+    const uint32_t b = floatBits(s);
+    if ((b & 0x7fffffu) != 0 && (b >> 23) < 254) s = bitsFloat(((b >> 23) + 1) << 23);
+  }
+  return s;
+}
+
+// The UE8M0 byte of a power-of-two scale: its biased exponent.
+ARF_HD uint8_t ue8m0Byte(float pow2_scale) { return static_cast<uint8_t>(floatBits(pow2_scale) >> 23); }
+
+// NVFP4's block scale and the factor its values are multiplied by: sf = E4M3(G * (absmax / 6)),
+// inv = G / float(sf) (0 where sf is 0). A block with a NaN gets the NaN scale (0x7f).
+struct Nvfp4Block {
+  uint8_t sf;
+  float inv;
+};
+ARF_HD Nvfp4Block nvfp4Block(float absmax, bool has_nan, float global_scale) {
+  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * (absmax / kE2M1Max));
+  const float f = e4m3ToFloat(sf);
+  return {sf, f == 0.f ? 0.f : global_scale / f};
+}
+
+// ---- scale layouts (byte or element offsets into the scale buffer)
+ARF_HD int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+// Rows of a scale layout: the token count, or for the layouts of GEMMs that read whole tiles,
+// rounded up (column-major and UE8M0 layouts: to 4, a 16-byte TMA row; swizzled: to 128).
+ARF_HD int64_t scaleRows(uint8_t layout, int64_t tokens) {
+  return layout == kLayoutSwizzled128x4 ? roundUp(tokens, 128)
+         : layout == kLayoutColumnMajor || layout == kLayoutUE8M0Packed ? roundUp(tokens, 4)
+                                                                         : tokens;
+}
+// NVFP4 swizzled 128x4 (the layout CUTLASS and TensorRT-LLM FP4 GEMMs read): the byte of row r and
+// scale column c, in a buffer of scaleRows rows and `cols` columns (hidden / 16 rounded up to 4):
+// tiles of 128 rows x 4 columns, 512 bytes each, row tiles outer; inside a tile, row r % 32 picks
+// a 16-byte line, (r % 128) / 32 a 4-byte word of it, c % 4 the byte.
+ARF_HD int64_t swizzled128x4(int64_t r, int64_t c, int64_t cols) {
+  return (r / 128) * (cols / 4) * 512 + (c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + (c % 4);
+}
+
+}  // namespace arfusion::detail
