@@ -11,6 +11,11 @@
 // grid, rows per step). All buffers stay the same across the calls of a replay, as in the anchors'
 // method (../shared/ANCHORS.md): messages that fit in L2 read their inputs from it.
 // Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
+// Single-GPU families (d2d_copy, add_rmsnorm and its quantized variants) report HBM bandwidth and
+// pct_of_copy, their bandwidth over a same-run device-to-device copy of the same traffic; families
+// with a quantized output (_fp8, _fp8-token, _fp8-group, _nvfp4) report cost_vs_plain, their time
+// over the same family's without it. On one GPU the collectives are replaced by local2_* families:
+// two ranks sharing the GPU (the cost of a feature, not the link).
 // Exit 0 when every benchmark ran, 1 when any errored (its row says why), 77 without a GPU.
 #include <benchmark/benchmark.h>
 
@@ -19,7 +24,9 @@
 #include <string>
 #include <map>
 #include <memory>
+#include <array>
 #include <tuple>
+#include <vector>
 
 #include "bench_harness.h"
 
@@ -29,6 +36,8 @@ using arfusion::Op;
 
 namespace {
 
+// The groups: every visible GPU over NCCL (ARFUSION_BENCH_WORLD ranks, default all); one rank alone
+// (the single-GPU kernels); two ranks sharing GPU 0 (what one GPU can time of a fused call).
 arfbench::Group& group() {
   static std::unique_ptr<arfbench::Group> g = [] {
     int n = 0;
@@ -38,9 +47,23 @@ arfbench::Group& group() {
   }();
   return *g;
 }
+arfbench::Group& single() {
+  static arfbench::Group g(1, arfusion::Config(), /*local=*/true);
+  return g;
+}
+arfbench::Group& local2() {
+  static arfbench::Group g(2, arfusion::Config(), /*local=*/true);
+  return g;
+}
+enum class Where { kAllGpus, kSingle, kLocal2 };
+arfbench::Group& groupOf(Where w) { return w == Where::kAllGpus ? group() : w == Where::kSingle ? single() : local2(); }
 
-// This run's NCCL reference per shape and op, and its peer-store bandwidth per message size.
-std::map<std::tuple<int64_t, int64_t, int, int>, double> g_nccl_us;
+using ShapeKey = std::tuple<int64_t, int64_t, int, int>;  // tokens, hidden, dtype, op
+// This run's references per shape: the NCCL path (collectives), the copy's HBM bandwidth (single-GPU
+// kernels), each family's time without a quantized output (the same family with one), and the
+// peer-store bandwidth per message size.
+std::map<ShapeKey, double> g_nccl_us, g_copy_gbs;
+std::map<std::pair<std::string, ShapeKey>, double> g_plain_us;
 std::map<double, double> g_peer_gbs;
 int g_errors = 0;  // benchmarks that could not run (SkipWithError)
 
@@ -49,20 +72,26 @@ void skipWithError(benchmark::State& state, const std::string& why) {
   state.SkipWithError(why.c_str());
 }
 
-void run(benchmark::State& state, Path path, Op op) {
+struct Family {
+  std::string name;   // the registered name: base + "_" + quant format where there is one
+  std::string base;   // the family without its quantized output (the cost_vs_plain reference)
+  Where where;
+  Path path;
+  Op op;
+  arfusion::QuantFormat quant;
+};
+
+void run(benchmark::State& state, Family f) {
   const int64_t tokens = state.range(0), hidden = state.range(1);
   const DType d = static_cast<DType>(state.range(2));
-  if (!group().error().empty()) {
-    skipWithError(state, group().error());
-    return;
-  }
-  if (group().world() < 2 && path != Path::kAddRMSNorm) {
-    skipWithError(state, "needs 2 GPUs");
+  arfbench::Group& g = groupOf(f.where);
+  if (!g.error().empty()) {
+    skipWithError(state, g.error());
     return;
   }
   arfbench::Timing t;
   for (auto _ : state) {
-    t = group().time(path, op, d, tokens, hidden);
+    t = g.time(f.path, f.op, d, tokens, hidden, f.quant);
     if (!t.error.empty()) {
       skipWithError(state, t.error);
       return;
@@ -70,17 +99,26 @@ void run(benchmark::State& state, Path path, Op op) {
     state.SetIterationTime(t.us * 1e-6);
   }
   const double bytes = double(tokens * hidden) * (d == DType::kFloat32 ? 4 : 2);
-  const int n = group().world();
+  const int n = g.world();
+  const ShapeKey key{tokens, hidden, int(d), int(f.op)};
   state.counters["us"] = t.us;
-  state.counters["algbw_GBs"] = bytes / (t.us * 1e-6) / 1e9;
-  state.counters["busbw_GBs"] = bytes / (t.us * 1e-6) / 1e9 * 2.0 * (n - 1) / n;
-  const bool collective = path != Path::kAddRMSNorm && path != Path::kPeerStore && path != Path::kPeerCopy;
-  const std::tuple<int64_t, int64_t, int, int> key{tokens, hidden, int(d), int(op)};
-  const bool reference = path == Path::kNcclPath || path == Path::kNcclAllReduce;
-  if (reference) g_nccl_us[key] = t.us;
-  if (auto it = g_nccl_us.find(key); collective && !reference && it != g_nccl_us.end())
-    state.counters["speedup_vs_nccl"] = it->second / t.us;
-  if (path == Path::kPeerStore) g_peer_gbs[bytes] = bytes / (t.us * 1e-6) / 1e9;
+  if (f.path == Path::kCopy || f.path == Path::kAddRMSNorm) {  // single-GPU: HBM bandwidth
+    const double traffic = f.path == Path::kCopy ? 4 * bytes : arfbench::hbmBytes(tokens, hidden, d, f.quant);
+    const double gbs = traffic / (t.us * 1e-6) / 1e9;
+    state.counters["hbm_GBs"] = gbs;
+    if (f.path == Path::kCopy) g_copy_gbs[key] = gbs;
+    else if (auto it = g_copy_gbs.find(key); it != g_copy_gbs.end()) state.counters["pct_of_copy"] = 100.0 * gbs / it->second;
+  } else {
+    state.counters["algbw_GBs"] = bytes / (t.us * 1e-6) / 1e9;
+    state.counters["busbw_GBs"] = bytes / (t.us * 1e-6) / 1e9 * 2.0 * (n - 1) / n;
+  }
+  const bool collective = f.where == Where::kAllGpus && f.path != Path::kPeerStore && f.path != Path::kPeerCopy;
+  const bool reference = f.path == Path::kNcclPath || f.path == Path::kNcclAllReduce;
+  if (collective && reference && f.quant == arfusion::QuantFormat::kNone) g_nccl_us[key] = t.us;
+  if (auto it = g_nccl_us.find(key); collective && !reference && it != g_nccl_us.end()) state.counters["speedup_vs_nccl"] = it->second / t.us;
+  if (f.quant == arfusion::QuantFormat::kNone) g_plain_us[{f.base, key}] = t.us;
+  else if (auto it = g_plain_us.find({f.base, key}); it != g_plain_us.end()) state.counters["cost_vs_plain"] = t.us / it->second;
+  if (f.path == Path::kPeerStore) g_peer_gbs[bytes] = bytes / (t.us * 1e-6) / 1e9;
   if (auto it = g_peer_gbs.find(bytes); collective && it != g_peer_gbs.end())
     state.counters["pct_peer_bw"] = 100.0 * state.counters["busbw_GBs"] / it->second;
   if (auto it = g_peer_gbs.find(double(8192) * 8192 * 2); collective && it != g_peer_gbs.end())
@@ -88,36 +126,66 @@ void run(benchmark::State& state, Path path, Op op) {
   if (!t.plan.empty()) state.SetLabel(t.plan);
 }
 
-// The anchor shapes of ../shared/ANCHORS.md, and decode batches of 8 and 32 (the one-shot's rows
-// over clusters end at 128 KiB: 8 x 8192 is the largest such message of 8192-wide rows).
-void shapes(benchmark::internal::Benchmark* b) {
-  for (int d : {int(DType::kBFloat16)}) {
-    for (int64_t h : {4096, 8192})
-      for (int64_t t : {1, 4, 8, 16, 32, 64, 128, 256, 512, 2048, 8192}) b->Args({t, h, d});
-  }
-  b->Args({1, 4096, int(DType::kFloat16)});
-  b->Args({128, 8192, int(DType::kFloat16)});
+using Shapes = std::vector<std::array<int64_t, 3>>;
+// The anchor shapes (the project's measured peers), and decode batches of 8 and 32.
+Shapes anchorShapes() {
+  Shapes v;
+  for (int64_t h : {4096, 8192})
+    for (int64_t t : {1, 4, 8, 16, 32, 64, 128, 256, 512, 2048, 8192}) v.push_back({t, h, int(DType::kBFloat16)});
+  v.push_back({1, 4096, int(DType::kFloat16)});
+  v.push_back({128, 8192, int(DType::kFloat16)});
+  return v;
+}
+const arfusion::QuantFormat kFormats[] = {arfusion::QuantFormat::kFp8, arfusion::QuantFormat::kFp8PerToken,
+                                          arfusion::QuantFormat::kFp8PerGroup, arfusion::QuantFormat::kNvfp4};
+
+void add(const Family& f, const Shapes& shapes) {
+  auto* b = benchmark::RegisterBenchmark(f.name.c_str(), run, f);
+  for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
   b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+}
+// A family and its quantized variants (every format), registered in that order.
+void addWithQuant(const std::string& name, Where w, Path p, const Shapes& plain, const Shapes& quant) {
+  add({name, name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, plain);
+  for (arfusion::QuantFormat q : kFormats)
+    add({name + "_" + arfusion::toString(q), name, w, p, Op::kAllReduceAddRMSNorm, q}, quant);
+}
+
+void registerAll(int gpus) {
+  const Shapes anchors = anchorShapes();
+  const Shapes quant_pair = {{1, 4096, int(DType::kBFloat16)}, {128, 8192, int(DType::kBFloat16)}, {512, 8192, int(DType::kBFloat16)}};
+  const Shapes bf = {{1, 4096, int(DType::kBFloat16)}, {16, 8192, int(DType::kBFloat16)}, {128, 8192, int(DType::kBFloat16)},
+                     {512, 8192, int(DType::kBFloat16)}, {2048, 8192, int(DType::kBFloat16)}, {8192, 8192, int(DType::kBFloat16)}};
+  if (gpus >= 2) {
+    const Family peer_copy{"peer_copy", "peer_copy", Where::kAllGpus, Path::kPeerCopy, Op::kAllReduce, arfusion::QuantFormat::kNone};
+    add(peer_copy, {{8192, 8192, int(DType::kBFloat16)}});
+    // Peer stores at the target shapes: what the links give SM stores at that message size.
+    add({"peer_store", "peer_store", Where::kAllGpus, Path::kPeerStore, Op::kAllReduce, arfusion::QuantFormat::kNone},
+        {{1, 4096, 1}, {128, 8192, 1}, {512, 8192, 1}, {2048, 8192, 1}, {8192, 8192, 1}});
+    add({"nccl_allreduce", "nccl_allreduce", Where::kAllGpus, Path::kNcclAllReduce, Op::kAllReduce, arfusion::QuantFormat::kNone}, anchors);
+  }
+  // Single GPU: the copy of the same traffic first, then the add-RMSNorm kernel, plain and quantized.
+  add({"d2d_copy", "d2d_copy", Where::kSingle, Path::kCopy, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, gpus >= 2 ? anchors : bf);
+  addWithQuant("add_rmsnorm", Where::kSingle, Path::kAddRMSNorm, gpus >= 2 ? anchors : bf, bf);
+  if (gpus >= 2) {
+    addWithQuant("nccl_path_fused", Where::kAllGpus, Path::kNcclPath, anchors, quant_pair);
+    add({"oneshot_fused", "oneshot_fused", Where::kAllGpus, Path::kOneShot, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, anchors);
+    add({"twoshot_fused", "twoshot_fused", Where::kAllGpus, Path::kTwoShot, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, anchors);
+    add({"oneshot_flag_fused", "oneshot_flag_fused", Where::kAllGpus, Path::kOneShotFlag, Op::kAllReduceAddRMSNorm,
+         arfusion::QuantFormat::kNone}, anchors);
+    addWithQuant("auto_fused", Where::kAllGpus, Path::kAuto, anchors, quant_pair);
+    add({"oneshot_allreduce", "oneshot_allreduce", Where::kAllGpus, Path::kOneShot, Op::kAllReduce, arfusion::QuantFormat::kNone}, anchors);
+    add({"twoshot_allreduce", "twoshot_allreduce", Where::kAllGpus, Path::kTwoShot, Op::kAllReduce, arfusion::QuantFormat::kNone}, anchors);
+  } else {
+    // One GPU: two ranks sharing it, a fused call with and without a quantized output (the cost of
+    // the feature; the link is not measured).
+    const Shapes local = {{1, 4096, 1}, {16, 8192, 1}, {128, 8192, 1}, {512, 8192, 1}, {2048, 8192, 1}};
+    addWithQuant("local2_oneshot_fused", Where::kLocal2, Path::kOneShot, local, local);
+    addWithQuant("local2_twoshot_fused", Where::kLocal2, Path::kTwoShot, local, local);
+  }
 }
 
 }  // namespace
-
-BENCHMARK_CAPTURE(run, peer_copy, Path::kPeerCopy, Op::kAllReduce)->Args({8192, 8192, int(DType::kBFloat16)})->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-// Peer stores at the one-shot and two-shot target shapes: what the links give SM stores at that
-// message size (a kernel per call, no cross-rank sync; at decode sizes mostly launch and crossing).
-BENCHMARK_CAPTURE(run, peer_store, Path::kPeerStore, Op::kAllReduce)
-    ->Args({1, 4096, int(DType::kBFloat16)})->Args({128, 8192, int(DType::kBFloat16)})
-    ->Args({512, 8192, int(DType::kBFloat16)})->Args({2048, 8192, int(DType::kBFloat16)})
-    ->Args({8192, 8192, int(DType::kBFloat16)})->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(run, nccl_allreduce, Path::kNcclAllReduce, Op::kAllReduce)->Apply(shapes);
-BENCHMARK_CAPTURE(run, add_rmsnorm, Path::kAddRMSNorm, Op::kAllReduceAddRMSNorm)->Apply(shapes);
-BENCHMARK_CAPTURE(run, nccl_path_fused, Path::kNcclPath, Op::kAllReduceAddRMSNorm)->Apply(shapes);
-BENCHMARK_CAPTURE(run, oneshot_fused, Path::kOneShot, Op::kAllReduceAddRMSNorm)->Apply(shapes);
-BENCHMARK_CAPTURE(run, twoshot_fused, Path::kTwoShot, Op::kAllReduceAddRMSNorm)->Apply(shapes);
-BENCHMARK_CAPTURE(run, oneshot_flag_fused, Path::kOneShotFlag, Op::kAllReduceAddRMSNorm)->Apply(shapes);
-BENCHMARK_CAPTURE(run, auto_fused, Path::kAuto, Op::kAllReduceAddRMSNorm)->Apply(shapes);
-BENCHMARK_CAPTURE(run, oneshot_allreduce, Path::kOneShot, Op::kAllReduce)->Apply(shapes);
-BENCHMARK_CAPTURE(run, twoshot_allreduce, Path::kTwoShot, Op::kAllReduce)->Apply(shapes);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
@@ -127,6 +195,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_arfusion: %s; nothing to measure.\n", why.c_str());
     return arfbench::kExitSkip;
   }
+  registerAll(gpus);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (g_errors) std::fprintf(stderr, "bench_arfusion: %d benchmark(s) could not run (their rows say why)\n", g_errors);

@@ -1,5 +1,7 @@
 #include "bench_harness.h"
 
+#include "testing/testing.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <thread>
@@ -40,19 +42,59 @@ const char* pathName(Path p) {
     case Path::kPeerCopy: return "peer_copy";
     case Path::kOneShotFlag: return "oneshot_flag";
     case Path::kPeerStore: return "peer_store";
+    case Path::kCopy: return "d2d_copy";
   }
   return "?";
 }
 
-Group::Group(int world, const arfusion::Config& config) : world_(world) {
+bool parseQuantFormat(const std::string& text, arfusion::QuantFormat* format) {
+  for (arfusion::QuantFormat f : {arfusion::QuantFormat::kNone, arfusion::QuantFormat::kFp8, arfusion::QuantFormat::kFp8PerToken,
+                                  arfusion::QuantFormat::kFp8PerGroup, arfusion::QuantFormat::kNvfp4})
+    if (text == arfusion::toString(f)) {
+      *format = f;
+      return true;
+    }
+  return false;
+}
+
+arfusion::ScaleLayout benchLayout(arfusion::QuantFormat f) {
+  return f == arfusion::QuantFormat::kFp8PerGroup ? arfusion::ScaleLayout::kColumnMajor
+         : f == arfusion::QuantFormat::kNvfp4     ? arfusion::ScaleLayout::kSwizzled128x4
+                                                  : arfusion::ScaleLayout::kLinear;
+}
+
+double hbmBytes(int64_t tokens, int64_t hidden, arfusion::DType d, arfusion::QuantFormat quant) {
+  const double message = double(tokens * hidden) * (d == arfusion::DType::kFloat32 ? 4 : 2);
+  size_t values = 0, scales = 0;
+  if (quant != arfusion::QuantFormat::kNone) arfusion::quantBufferBytes(quant, benchLayout(quant), tokens, hidden, &values, &scales);
+  return 4 * message + double(values) + double(scales);
+}
+
+Group::Group(int world, const arfusion::Config& config, bool local) : world_(world), local_(local) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n < world) {
-    error_ = "needs " + std::to_string(world) + " GPUs, found " + std::to_string(n);
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < (local ? 1 : world)) {
+    error_ = "needs " + std::to_string(local ? 1 : world) + " GPU(s), found " + std::to_string(n);
+    return;
+  }
+  comms_.assign(world, nullptr);
+  streams_.assign(world, nullptr);
+  if (local) {
+    // Every rank on GPU 0, a share of its SMs each: fused kernels spin-wait for their peers, so
+    // every rank's grid must be resident at once.
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    const std::vector<int> devs(world, 0);
+    arfusion::Config cfg = config;
+    cfg.self_check = config.self_check;
+    if (arfusion::testing::createGroup(world, devs.data(), cfg, &comms_, sms / world) != arfusion::Status::kSuccess) {
+      error_ = std::string("createGroup: ") + arfusion::lastError();
+      comms_.assign(world, nullptr);
+      return;
+    }
+    onAll([&](int r) { cudaStreamCreateWithFlags(&streams_[r], cudaStreamNonBlocking); });
     return;
   }
   nccl_.resize(world);
-  comms_.assign(world, nullptr);
-  streams_.assign(world, nullptr);
   std::vector<int> devs(world);
   for (int r = 0; r < world; ++r) devs[r] = r;
   if (ncclCommInitAll(nccl_.data(), world, devs.data()) != ncclSuccess) {
@@ -106,17 +148,17 @@ void Group::onAll(const std::function<void(int)>& f) {
   std::vector<std::thread> t;
   for (int r = 0; r < world_; ++r)
     t.emplace_back([&, r] {
-      cudaSetDevice(r);
+      cudaSetDevice(local_ ? 0 : r);
       f(r);
     });
   for (auto& x : t) x.join();
 }
 
 std::string Group::planOf(arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, arfusion::Strategy strategy,
-                          arfusion::SyncMode sync) {
+                          arfusion::SyncMode sync, bool extended) {
   arfusion::commSetStrategy(comms_[0], strategy, sync);
   arfusion::Plan p;
-  const arfusion::Status st = arfusion::plan(comms_[0], arfusion::Shape{tokens, hidden, d, op}, &p);
+  const arfusion::Status st = arfusion::plan(comms_[0], arfusion::Shape{tokens, hidden, d, op, extended}, &p);
   arfusion::commSetStrategy(comms_[0], arfusion::Strategy::kAuto, arfusion::SyncMode::kAuto);
   if (st != arfusion::Status::kSuccess) return "?";
   std::string s = arfusion::toString(p.strategy);
@@ -140,10 +182,15 @@ std::string timeOnce(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const std::
   return "";
 }
 
-Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, bool eager) {
+Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, arfusion::QuantFormat quant) {
+  const bool eager = false;
   Timing out;
   if (!error_.empty()) {
     out.error = error_;
+    return out;
+  }
+  if (local_ && (path == Path::kNcclAllReduce || path == Path::kNcclPath || path == Path::kPeerCopy || path == Path::kPeerStore)) {
+    out.error = std::string(pathName(path)) + " needs one GPU per rank (a local group shares one GPU and has no NCCL)";
     return out;
   }
   const size_t elem = d == arfusion::DType::kFloat32 ? 4 : 2;
@@ -160,16 +207,31 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
                                                             : arfusion::Strategy::kAuto;
   const ncclDataType_t nt = d == arfusion::DType::kFloat32 ? ncclFloat32 : d == arfusion::DType::kFloat16 ? ncclFloat16 : ncclBfloat16;
   // Buffers first (peer copy needs every rank's destination before capturing).
+  // input, residual, residual_out, gamma, out; the quantized values, scales and the scale read;
+  // the copy's source and destination (twice the message).
+  size_t q_values = 0, q_scales = 0;
+  if (quant != arfusion::QuantFormat::kNone &&
+      arfusion::quantBufferBytes(quant, benchLayout(quant), tokens, hidden, &q_values, &q_scales) != arfusion::Status::kSuccess) {
+    out.error = arfusion::lastError();
+    return out;
+  }
+  const size_t copy_bytes = path == Path::kCopy ? 2 * bytes : 0;
+  const size_t sizes[] = {bytes, bytes, bytes, hidden * elem, bytes, std::max<size_t>(q_values, 16), std::max<size_t>(q_scales, 16), 16,
+                          std::max<size_t>(copy_bytes, 16), std::max<size_t>(copy_bytes, 16)};
+  constexpr int kBufs = sizeof sizes / sizeof sizes[0];
   std::vector<std::vector<void*>> bufs(world_);
   onAll([&](int r) {
-    bufs[r].assign(5, nullptr);
-    for (int i = 0; i < 5; ++i) {
-      if (cudaMalloc(&bufs[r][i], i == 3 ? hidden * elem : bytes) != cudaSuccess) {
+    bufs[r].assign(kBufs, nullptr);
+    for (int i = 0; i < kBufs; ++i) {
+      if (cudaMalloc(&bufs[r][i], sizes[i]) != cudaSuccess) {
         errs[r] = "out of memory";
         return;
       }
-      fillRandom(bufs[r][i], i == 3 ? hidden : count, d, 1000 * r + i, streams_[r]);
+      if (i < 5) fillRandom(bufs[r][i], i == 3 ? hidden : count, d, 1000 * r + i, streams_[r]);
     }
+    // The scale a quantized output reads: FP8's static scale, NVFP4's global scale (448 * 6 / amax).
+    const float scale = quant == arfusion::QuantFormat::kNvfp4 ? 224.f : 0.05f;
+    cudaMemcpyAsync(bufs[r][7], &scale, sizeof scale, cudaMemcpyHostToDevice, streams_[r]);
     cudaStreamSynchronize(streams_[r]);
     peer_dst[r] = bufs[r][4];
   });
@@ -178,19 +240,28 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
   if (out.error.empty()) {
     const arfusion::SyncMode sync = path == Path::kOneShotFlag ? arfusion::SyncMode::kFlagBarrier : arfusion::SyncMode::kAuto;
     if (path == Path::kAuto || path == Path::kOneShot || path == Path::kOneShotFlag || path == Path::kTwoShot)
-      out.plan = planOf(op, d, tokens, hidden, strat, sync);
+      out.plan = planOf(op, d, tokens, hidden, strat, sync, quant != arfusion::QuantFormat::kNone);
     onAll([&](int r) {
       cudaStream_t s = streams_[r];
       void *in = bufs[r][0], *res = bufs[r][1], *res_out = bufs[r][2], *g = bufs[r][3], *o = bufs[r][4];
       arfusion::commSetStrategy(comms_[r], strat, sync);
+      arfusion::NormArgs na;  // the fused op with a quantized output
+      na.input = in, na.residual_in = res, na.residual_out = res_out, na.gamma = g, na.norm_out = o;
+      na.tokens = tokens, na.hidden = hidden, na.dtype = d;
+      na.quant.format = quant, na.quant.layout = benchLayout(quant);
+      na.quant.values = bufs[r][5], na.quant.scales = q_scales ? bufs[r][6] : nullptr;
+      na.quant.scale = static_cast<const float*>(bufs[r][7]);
+      const bool with_quant = quant != arfusion::QuantFormat::kNone && op == arfusion::Op::kAllReduceAddRMSNorm;
       auto one = [&]() -> bool {
         arfusion::Status st = arfusion::Status::kSuccess;
         switch (path) {
           case Path::kNcclAllReduce:
             return ncclAllReduce(in, o, count, nt, ncclSum, nccl_[r], s) == ncclSuccess;
           case Path::kAddRMSNorm:
-            st = arfusion::addRMSNorm(in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
+            st = with_quant ? arfusion::addRMSNorm(na, s) : arfusion::addRMSNorm(in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
             break;
+          case Path::kCopy:
+            return cudaMemcpyAsync(bufs[r][9], bufs[r][8], copy_bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
           case Path::kPeerCopy:
             return cudaMemcpyAsync(peer_dst[(r + 1) % world_], in, bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
           case Path::kPeerStore:
@@ -199,6 +270,7 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
           default:
             if (op == arfusion::Op::kAllReduce) st = arfusion::allReduce(comms_[r], in, o, tokens, hidden, d, s);
             else if (op == arfusion::Op::kAllReduceAdd) st = arfusion::allReduceAdd(comms_[r], in, res, res_out, tokens, hidden, d, s);
+            else if (with_quant) st = arfusion::allReduceAddRMSNorm(comms_[r], na, s);
             else st = arfusion::allReduceAddRMSNorm(comms_[r], in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
         }
         if (st != arfusion::Status::kSuccess) errs[r] = arfusion::lastError();

@@ -30,8 +30,10 @@ std::string ncclVersionString(int version);
 // arches where GridDependency is not validated; kOneShot/kTwoShot take the sync mode Auto picks.
 // kPeerCopy: every rank copies the message into the next rank's memory with the copy engine;
 // kPeerStore: the same with SM stores (peerStore, every SM, 16-byte stores): the peer-store
-// bandwidth the fused kernels' bus bandwidth is compared with.
-enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy, kOneShotFlag, kPeerStore };
+// bandwidth the fused kernels' bus bandwidth is compared with. kCopy: every rank copies twice the
+// message's bytes device to device (copy engine): the traffic of an add-RMSNorm (two reads, two
+// writes of the message), the ceiling the single-GPU kernel is compared with.
+enum class Path { kNcclAllReduce, kAddRMSNorm, kNcclPath, kOneShot, kTwoShot, kAuto, kPeerCopy, kOneShotFlag, kPeerStore, kCopy };
 const char* pathName(Path p);
 
 struct Timing {
@@ -40,20 +42,35 @@ struct Timing {
   std::string error;      // non-empty if the path could not run
 };
 
+// "none", "fp8", "fp8-token", "fp8-group", "nvfp4" (toString's names) to the format; false if unknown.
+bool parseQuantFormat(const std::string& text, arfusion::QuantFormat* format);
+// The layout each quantized format is timed with: the GEMMs' own (DeepGEMM's column-major scales,
+// CUTLASS's swizzled NVFP4 scales).
+arfusion::ScaleLayout benchLayout(arfusion::QuantFormat format);
+// Bytes a fused call or the single-GPU kernel reads and writes in HBM on each rank (the message's
+// input, residual, residual_out, norm_out, and the quantized values and scales).
+double hbmBytes(int64_t tokens, int64_t hidden, arfusion::DType dtype, arfusion::QuantFormat quant);
+
 class Group {
  public:
-  // world ranks on GPUs 0..world-1. error() says why not, if it could not be built.
-  explicit Group(int world, const arfusion::Config& config = arfusion::Config());
+  // world ranks on GPUs 0..world-1 over NCCL, or (local) a test group of world ranks sharing GPU 0
+  // without NCCL (testing::createGroup, each rank SM count / world blocks): what one GPU can time,
+  // a fused call with and without a feature, never the link. error() says why not, if it could not
+  // be built.
+  explicit Group(int world, const arfusion::Config& config = arfusion::Config(), bool local = false);
   ~Group();
   const std::string& error() const { return error_; }
   int world() const { return world_; }
   std::string deviceName() const;
-  // Times one path. op applies to the fused paths and the NCCL path. eager: no graph, launches in a
-  // loop (host-bound at small sizes; for comparison only).
-  Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden, bool eager = false);
+  bool local() const { return local_; }
+  // Times one path. op applies to the fused paths and the NCCL path; quant (the fused op only) adds
+  // a quantized output (benchLayout) to the fused paths, the NCCL path and the single-GPU kernel.
+  Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
+              arfusion::QuantFormat quant = arfusion::QuantFormat::kNone);
   // The plan rank 0 makes for this shape under strategy/sync (default: Auto's pick); "?" if refused.
   std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
-                     arfusion::Strategy strategy = arfusion::Strategy::kAuto, arfusion::SyncMode sync = arfusion::SyncMode::kAuto);
+                     arfusion::Strategy strategy = arfusion::Strategy::kAuto, arfusion::SyncMode sync = arfusion::SyncMode::kAuto,
+                     bool extended = false);
   arfusion::Communicator* comm(int rank) const { return comms_[rank]; }
   // Runs f on every rank at once, one thread per rank with its device current.
   void onEach(const std::function<void(int rank, arfusion::Communicator*, cudaStream_t)>& f) {
@@ -63,6 +80,7 @@ class Group {
  private:
   void onAll(const std::function<void(int)>& f);
   int world_ = 0;
+  bool local_ = false;
   std::vector<ncclComm_t> nccl_;
   std::vector<arfusion::Communicator*> comms_;
   std::vector<cudaStream_t> streams_;

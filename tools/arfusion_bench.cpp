@@ -26,6 +26,10 @@ void usage() {
       "  Times allreduce + residual add + RMSNorm per message size for every path (NCCL allreduce,\n"
       "  add-RMSNorm alone, the NCCL path, one-shot, two-shot, Auto) on the GPUs of this machine.\n"
       "  --world N          ranks (one GPU each; default: all visible GPUs)\n"
+      "  --local N          N ranks sharing GPU 0 instead (what one GPU can time: the fused kernels\n"
+      "                     and add-RMSNorm, each rank on SMs / N blocks; no NCCL, no link)\n"
+      "  --out-format F     add a quantized output to the norm: none (default) | fp8 | fp8-token |\n"
+      "                     fp8-group | nvfp4 (scales in the GEMMs' layouts: column-major, swizzled)\n"
       "  --min-bytes B      smallest message (default 8192)\n"
       "  --max-bytes B      largest message (default 268435456 = 256 MiB)\n"
       "  --per-octave K     sizes per doubling (default 2)\n"
@@ -63,7 +67,8 @@ struct Row {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int world = 0, per_octave = 2;
+  int world = 0, local = 0, per_octave = 2;
+  arfusion::QuantFormat quant = arfusion::QuantFormat::kNone;
   int64_t min_bytes = 8192, max_bytes = int64_t(256) << 20;
   std::vector<int64_t> hiddens = {4096, 8192};
   std::vector<DType> dtypes = {DType::kBFloat16, DType::kFloat16};
@@ -80,6 +85,14 @@ int main(int argc, char** argv) {
     };
     if (a == "--help" || a == "-h") { usage(); return arfbench::kExitOk; }
     else if (a == "--world") world = std::atoi(next().c_str());
+    else if (a == "--local") local = std::atoi(next().c_str());
+    else if (a == "--out-format") {
+      const std::string f = next();
+      if (!arfbench::parseQuantFormat(f, &quant)) {
+        std::fprintf(stderr, "arfusion-bench: unknown output format %s (none, fp8, fp8-token, fp8-group, nvfp4)\n", f.c_str());
+        return arfbench::kExitUsage;
+      }
+    }
     else if (a == "--min-bytes") min_bytes = std::atoll(next().c_str());
     else if (a == "--max-bytes") max_bytes = std::atoll(next().c_str());
     else if (a == "--per-octave") per_octave = std::max(1, std::atoi(next().c_str()));
@@ -104,13 +117,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "arfusion-bench: %s; nothing to measure.\n", why.c_str());
     return arfbench::kExitSkip;
   }
-  if (world == 0) world = ngpu;
-  if (world < 2 || world > ngpu) {
-    std::fprintf(stderr, "arfusion-bench: the allreduce is timed with one rank per GPU, on 2 to %d GPUs; this machine has %d%s.\n",
-                 std::max(2, ngpu), ngpu, world > ngpu ? " (fewer than --world)" : "");
-    return arfbench::kExitSkip;
+  if (local != 0 && (local < 2 || local > 8)) {
+    std::fprintf(stderr, "arfusion-bench: --local takes 2 to 8 ranks (got %d)\n", local);
+    return arfbench::kExitUsage;
   }
-  arfbench::Group g(world);
+  if (quant != arfusion::QuantFormat::kNone && op != Op::kAllReduceAddRMSNorm) {
+    std::fprintf(stderr, "arfusion-bench: --out-format needs --op allreduce_add_rmsnorm\n");
+    return arfbench::kExitUsage;
+  }
+  if (local) {
+    world = local;
+  } else {
+    if (world == 0) world = ngpu;
+    if (world < 2 || world > ngpu) {
+      std::fprintf(stderr, "arfusion-bench: the allreduce is timed with one rank per GPU, on 2 to %d GPUs; this machine has %d%s"
+                   " (--local N times N ranks on one GPU).\n",
+                   std::max(2, ngpu), ngpu, world > ngpu ? " (fewer than --world)" : "");
+      return arfbench::kExitSkip;
+    }
+  }
+  arfbench::Group g(world, arfusion::Config(), local != 0);
   if (!g.error().empty()) {
     std::fprintf(stderr, "arfusion-bench: %s\n", g.error().c_str());
     return arfbench::kExitFailed;
@@ -130,6 +156,7 @@ int main(int argc, char** argv) {
     }
   // Peer bandwidth of this machine, in the same run: copy engine and SM stores.
   auto peerGBs = [&](Path p) {  // GB/s per direction moving 8192 x 8192 bf16 (128 MiB); 0 if it failed
+    if (local) return 0.0;
     const arfbench::Timing t = g.time(p, op, DType::kBFloat16, 8192, 8192);
     return t.error.empty() ? (8192.0 * 8192 * 2) / (t.us * 1e-6) / 1e9 : 0.0;
   };
@@ -138,7 +165,12 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < rows.size(); ++i) {
     Row& r = rows[i];
     for (int p = 0; p < kPaths; ++p) {
-      const arfbench::Timing t = g.time(paths[p], op, r.dtype, r.tokens, r.hidden);
+      // A local group has no NCCL: its columns stay empty, not failed.
+      if (local && (paths[p] == Path::kNcclAllReduce || paths[p] == Path::kNcclPath)) {
+        r.us[p] = NAN;
+        continue;
+      }
+      const arfbench::Timing t = g.time(paths[p], op, r.dtype, r.tokens, r.hidden, quant);
       r.us[p] = t.error.empty() ? t.us : NAN;
       r.err[p] = t.error;
       if (paths[p] == Path::kAuto) r.pick = t.plan;
@@ -158,11 +190,14 @@ int main(int argc, char** argv) {
   csv << "dtype,hidden,tokens,bytes";
   for (int p = 0; p < kPaths; ++p) csv << "," << arfbench::pathName(paths[p]) << "_us";
   csv << ",fastest,auto_pick,auto_speedup_vs_nccl_path,auto_vs_fastest\n";
-  json << "{\n  \"device\": \"" << g.deviceName() << "\", \"world\": " << world << ", \"op\": \"" << arfusion::toString(op)
+  json << "{\n  \"device\": \"" << g.deviceName() << "\", \"world\": " << world << ", \"local\": " << (local ? "true" : "false")
+       << ", \"out_format\": \"" << arfusion::toString(quant) << "\", \"op\": \"" << arfusion::toString(op)
        << "\", \"peer_copy_GBs\": " << peer_gbs << ", \"peer_store_GBs\": " << store_gbs << ",\n  \"rows\": [\n";
-  std::printf("arfusion-bench: %s x %d, %s, CUDA-graph replay, us per call (median of 7, max over ranks)\n",
-              g.deviceName().c_str(), world, arfusion::toString(op));
-  std::printf("peer bandwidth, all ranks writing at once, 128 MiB: copy engine %.0f GB/s, SM stores %.0f GB/s per direction\n",
+  std::printf("arfusion-bench: %s x %d%s, %s%s%s, CUDA-graph replay, us per call (median of 7, max over ranks)\n",
+              g.deviceName().c_str(), world, local ? " ranks on one GPU (a share of its SMs each; no link, no NCCL)" : "",
+              arfusion::toString(op), quant != arfusion::QuantFormat::kNone ? " + " : "",
+              quant != arfusion::QuantFormat::kNone ? arfusion::toString(quant) : "");
+  if (!local) std::printf("peer bandwidth, all ranks writing at once, 128 MiB: copy engine %.0f GB/s, SM stores %.0f GB/s per direction\n",
               peer_gbs, store_gbs);
   std::printf("%-5s %6s %6s %10s %9s %9s %9s %9s %9s %9s  %-8s %-16s %8s %8s\n", "dtype", "hidden", "tokens", "bytes", "nccl_ar",
               "addnorm", "nccl+nrm", "oneshot", "twoshot", "auto", "fastest", "auto pick", "vs nccl", "vs best");

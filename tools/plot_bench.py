@@ -21,6 +21,8 @@ for c, (dt, h) in enumerate(groups):
     x = [int(r["bytes"]) for r in sel]
     for i, p in enumerate(paths):
         y = [float(r[p + "_us"]) for r in sel]
+        if all(v != v for v in y):  # a path not timed (NCCL in a one-GPU local group)
+            continue
         axes[0][c].plot(x, y, marker=".", label=p, color=f"C{i}")
         if p != "add_rmsnorm":  # one colour per path in both panels
             axes[1][c].plot(x, [b / (u * 1e-6) / 1e9 for b, u in zip(x, y)], marker=".", label=p, color=f"C{i}")
