@@ -788,6 +788,16 @@ struct QuantBuffers {
   }
 };
 
+// The NormArgs of a case: its options, the quantized output in q's buffers.
+arfusion::NormArgs normArgsOf(const QuantShapeCase& c, const void* in, const void* res_in, void* res_out, const void* g, void* out,
+                              const QuantBuffers& q) {
+  arfusion::NormArgs a;
+  a.input = in, a.residual_in = c.no_residual ? nullptr : res_in, a.residual_out = res_out, a.gamma = g;
+  a.norm_out = out, a.tokens = c.tokens, a.hidden = c.hidden, a.dtype = c.dtype, a.eps = 1e-5f, a.gemma = c.gemma;
+  a.quant = q.out(c);
+  return a;
+}
+
 // The checks of one call's outputs: residual_out (unless absent) and norm_out against the float64
 // reference, the quantized bytes against the recipe applied to norm_out, the dequantized values
 // within the format's bound. "" or the first failure.
@@ -857,10 +867,7 @@ std::string scenarioQuant(RankCtx& ctx, const QuantShapeCase& c) {
     OK(set);
     std::vector<uint8_t> values, scales;
     const std::string local = [&]() -> std::string {
-      arfusion::NormArgs a;
-      a.input = in.p, a.residual_in = c.no_residual ? nullptr : res_in.p, a.residual_out = res_out.p, a.gamma = g.p;
-      a.norm_out = out.p, a.tokens = c.tokens, a.hidden = c.hidden, a.dtype = d, a.eps = 1e-5f, a.gemma = c.gemma;
-      a.quant = q.out(c);
+      arfusion::NormArgs a = normArgsOf(c, in.p, res_in.p, res_out.p, g.p, out.p, q);
       CK(cudaMemsetAsync(res_out.p, 0xff, bytes, st));
       CK(cudaMemsetAsync(out.p, 0xff, bytes, st));
       if (std::string e = q.poison(st, 0xa5); !e.empty()) return e;
@@ -908,10 +915,7 @@ std::string checkAddRMSNormQuant(const QuantShapeCase& c) {
     if (!(e = in.upload(x.data(), bytes)).empty() || !(e = g.upload(gamma.data(), c.hidden * E)).empty() ||
         (!c.no_residual && !(e = res_in.upload(residual.data(), bytes)).empty()))
       return e;
-    arfusion::NormArgs a;
-    a.input = in.p, a.residual_in = c.no_residual ? nullptr : res_in.p, a.residual_out = res_out.p, a.gamma = g.p;
-    a.norm_out = out.p, a.tokens = c.tokens, a.hidden = c.hidden, a.dtype = d, a.eps = 1e-5f, a.gemma = c.gemma;
-    a.quant = q.out(c);
+    const arfusion::NormArgs a = normArgsOf(c, in.p, res_in.p, res_out.p, g.p, out.p, q);
     CK(cudaMemsetAsync(res_out.p, 0xff, bytes, st));
     CK(cudaMemsetAsync(out.p, 0xff, bytes, st));
     if (std::string p = q.poison(st, 0xa5); !p.empty()) return p;
