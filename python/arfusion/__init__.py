@@ -170,7 +170,7 @@ def _describe(t, name, dtype=None):
     cai = getattr(t, "__cuda_array_interface__", None)
     if cai is None:
         raise TypeError(f"{name} is neither a torch tensor nor has __cuda_array_interface__")
-    if cai.get("strides") not in (None,):
+    if cai.get("strides") is not None:
         raise ValueError(f"{name} is not contiguous (strides given)")
     typestr = cai["typestr"]
     code = dtype if dtype is not None else {"<f2": FLOAT16, "<f4": FLOAT32}.get(typestr)
@@ -224,15 +224,17 @@ def _pointer(t):
 def _norm_args(input, residual_in, residual_out, gamma, norm_out, eps, options, dtype):
     x = _describe(input, "input", dtype)
     tokens, hidden = _rows(x, "input")
-    for t, n in ((residual_in, "residual_in"), (residual_out, "residual_out"), (norm_out, "norm_out")):
-        _same(_describe(t, n, dtype), x, n, "input")
+    d = {n: _describe(t, n, dtype) for t, n in ((residual_in, "residual_in"), (residual_out, "residual_out"), (norm_out, "norm_out"))}
+    for n, desc in d.items():
+        _same(desc, x, n, "input")
     g = _describe(gamma, "gamma", dtype)
     if g is None or g[1] != (hidden,) or g[2] != x[2]:
         raise ValueError(f"gamma must be a [{hidden}] tensor of the input's dtype")
     a = _NormArgs()
     library.arfusion_norm_args_init(ctypes.byref(a))
-    a.input, a.residual_in, a.residual_out = x[0], _pointer(residual_in), _pointer(residual_out)
-    a.gamma, a.norm_out, a.tokens, a.hidden, a.dtype, a.eps = g[0], _pointer(norm_out), tokens, hidden, x[2], float(eps)
+    ptr = {n: desc[0] if desc else None for n, desc in d.items()}
+    a.input, a.residual_in, a.residual_out = x[0], ptr["residual_in"], ptr["residual_out"]
+    a.gamma, a.norm_out, a.tokens, a.hidden, a.dtype, a.eps = g[0], ptr["norm_out"], tokens, hidden, x[2], float(eps)
     if options is not None:
         a.gemma = int(bool(options.gemma))
         a.quant_format = _lookup(QUANT_FORMATS, options.quant, "quant")

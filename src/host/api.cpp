@@ -113,7 +113,7 @@ Status allReduceAddRMSNorm(Communicator* comm, const NormArgs& args, cudaStream_
   detail::clearError();
   ARF_TRY(checkComm(comm));
   RowArgs a;
-  ARF_TRY(detail::normArgsToRow(args, /*single_gpu=*/false, &a));
+  ARF_TRY(detail::normArgsToRow(args, &a));
   return comm->run(a, args.dtype, stream);
 }
 
@@ -144,7 +144,7 @@ Status allReduce(Communicator* comm, const void* input, void* out, int64_t token
 Status addRMSNorm(const NormArgs& args, cudaStream_t stream) {
   detail::clearError();
   RowArgs a;
-  ARF_TRY(detail::normArgsToRow(args, /*single_gpu=*/true, &a));
+  ARF_TRY(detail::normArgsToRow(args, &a));
   const DType dtype = args.dtype;
   // x may be norm_out here (the NCCL path normalises in place); the collectives forbid it.
   ARF_TRY(detail::validateArgs(a, dtype, /*input_may_be_out=*/true));

@@ -126,7 +126,7 @@ Status validateArgs(const RowArgs& a, DType dtype, bool input_may_be_out) {
   return Status::kSuccess;
 }
 
-Status normArgsToRow(const NormArgs& n, bool single_gpu, RowArgs* out) {
+Status normArgsToRow(const NormArgs& n, RowArgs* out) {
   if (n.version != kNormArgsVersion)
     return failf(Status::kInvalidArgument, "NormArgs::version is %u, this library expects %u", n.version, kNormArgsVersion);
   RowArgs a = makeRowArgs(Op::kAllReduceAddRMSNorm, n.input, n.residual_in, n.residual_out, n.gamma, n.norm_out, n.tokens,
@@ -150,7 +150,6 @@ Status normArgsToRow(const NormArgs& n, bool single_gpu, RowArgs* out) {
   if (row_bytes % 16 != 0)
     return failf(Status::kInvalidArgument, "NormArgs options need hidden * element size to be a multiple of 16 bytes (hidden %lld, %s)",
                  (long long)n.hidden, toString(n.dtype));
-  (void)single_gpu;
   a.gemma = n.gemma;
   a.quant = static_cast<uint8_t>(q.format);
   a.scale_layout = static_cast<uint8_t>(q.layout);

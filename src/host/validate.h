@@ -14,8 +14,8 @@ constexpr int64_t kMaxHidden = 65536;
 Status validateArgs(const RowArgs& args, DType dtype, bool input_may_be_out = false);
 // The RowArgs of a NormArgs call: the plain op where no option is used, else the extended epilogue
 // (RowArgs::ext) after the options' own checks (the format and layout, the vector path, rows in
-// registers); validateArgs checks the rest. single_gpu: addRMSNorm (input may be norm_out).
-Status normArgsToRow(const NormArgs& args, bool single_gpu, RowArgs* out);
+// registers); validateArgs checks the rest.
+Status normArgsToRow(const NormArgs& args, RowArgs* out);
 // True if every pointer the op uses is 16-byte aligned and a row is a whole number of 16-byte packs.
 bool vectorizable(const RowArgs& args, DType dtype);
 // Every pointer the op uses is device memory of `device`. Not called while the stream is being

@@ -143,7 +143,7 @@ NormArgs goodNormArgs(Mem& m, int64_t tokens = 4, int64_t hidden = 4096) {
   return a;
 }
 Status checkNorm(const NormArgs& n, RowArgs* a) {
-  const Status st = normArgsToRow(n, false, a);
+  const Status st = normArgsToRow(n, a);
   return st != Status::kSuccess ? st : validateArgs(*a, n.dtype);
 }
 }  // namespace

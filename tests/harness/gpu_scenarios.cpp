@@ -826,7 +826,7 @@ std::string verifyQuant(const QuantShapeCase& c, const Reference& ref, const std
     for (int64_t h = 0; h < c.hidden; ++h) {
       const double x = toDouble(norm.data(), size_t(t * c.hidden + h), d);
       const double got = dequantized(c.quant, values, scales, c.tokens, c.hidden, t, h);
-      const double bound = quantErrorBound(c.quant, values, scales, c.tokens, c.hidden, t, h, x);
+      const double bound = quantErrorBound(c.quant, scales, c.tokens, c.hidden, t, h, x);
       if (!(std::fabs(got - x) <= bound))
         return "dequantized [" + std::to_string(t) + "," + std::to_string(h) + "] = " + std::to_string(got) + ", norm_out " +
                std::to_string(x) + " (bound " + std::to_string(bound) + ")";

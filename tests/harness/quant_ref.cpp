@@ -100,8 +100,7 @@ void expectedQuant(const QuantCase& q, const std::vector<uint8_t>& norm, int64_t
   arfusion::quantBufferBytes(q.format, q.layout, tokens, hidden, &vb, &sb);
   values->assign(vb, 0);
   scales->assign(sb, 0);  // the padding of tiled layouts is zeros
-  const uint8_t layout = static_cast<uint8_t>(q.layout);
-  const int64_t rows = scaleRows(layout, tokens);
+  const int64_t rows = scaleRows(static_cast<uint8_t>(q.layout), tokens);
   auto x = [&](int64_t t, int64_t h) { return static_cast<float>(toDouble(norm.data(), size_t(t * hidden + h), d)); };
   auto putF = [&](size_t idx, float v) { std::memcpy(scales->data() + 4 * idx, &v, 4); };
   for (int64_t t = 0; t < tokens; ++t) {
@@ -145,7 +144,6 @@ void expectedQuant(const QuantCase& q, const std::vector<uint8_t>& norm, int64_t
       for (int64_t h = h0; h < std::min(hidden, h0 + kFp8GroupSize); ++h) (*values)[size_t(t * hidden + h)] = e4m3FromFloat(x(t, h) / s);
     }
   }
-  (void)layout;
 }
 
 namespace {
@@ -189,7 +187,7 @@ double dequantized(const QuantCase& q, const std::vector<uint8_t>& values, const
   return e4m3ToFloat(values[size_t(t * hidden + h)]) * f;
 }
 
-double quantErrorBound(const QuantCase& q, const std::vector<uint8_t>& values, const std::vector<uint8_t>& scales, int64_t tokens,
+double quantErrorBound(const QuantCase& q, const std::vector<uint8_t>& scales, int64_t tokens,
                        int64_t hidden, int64_t t, int64_t h, double x) {
   const double f = factor(q, scales, tokens, hidden, t, h);
   const double y = std::fabs(x) / f;  // the value the code rounds
@@ -200,7 +198,6 @@ double quantErrorBound(const QuantCase& q, const std::vector<uint8_t>& values, c
   // 448 where the value saturates; plus the rounding of x / scale in fp32.
   const double half = y < std::ldexp(1.0, -6) ? std::ldexp(1.0, -10) : y * std::ldexp(1.0, -4);
   return (std::max(half, y - 448.0) + y * 1e-6) * f;
-  (void)values;
 }
 
 }  // namespace arftest

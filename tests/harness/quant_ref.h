@@ -39,7 +39,7 @@ void expectedQuant(const QuantCase& q, const std::vector<uint8_t>& norm, int64_t
 double dequantized(const QuantCase& q, const std::vector<uint8_t>& values, const std::vector<uint8_t>& scales, int64_t tokens,
                    int64_t hidden, int64_t t, int64_t h);
 // The largest error allowed between dequantized(t, h) and the normalised value x it came from.
-double quantErrorBound(const QuantCase& q, const std::vector<uint8_t>& values, const std::vector<uint8_t>& scales, int64_t tokens,
+double quantErrorBound(const QuantCase& q, const std::vector<uint8_t>& scales, int64_t tokens,
                        int64_t hidden, int64_t t, int64_t h, double x);
 
 }  // namespace arftest
