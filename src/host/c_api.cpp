@@ -8,16 +8,10 @@
 #include <new>
 
 #include "arfusion/arfusion.h"
+#include "c_handle.h"
 #include "errors.h"
 
 using arfusion::Status;
-
-// The C handle: the communicator, and the NCCL communicator it owns when arfusion_comm_create made
-// it from a unique id (null when the caller passed its own).
-struct arfusion_comm {
-  arfusion::Communicator* comm = nullptr;
-  ncclComm_t owned_nccl = nullptr;
-};
 
 namespace {
 
@@ -27,11 +21,17 @@ arfusion_status_t invalid(const char* message) { return st(arfusion::detail::fai
 
 bool inRange(int v, int hi) { return v >= 0 && v <= hi; }
 
-arfusion::Config toConfig(const arfusion_config_t* c) {
-  arfusion::Config cfg;
+arfusion::Communicator* commOf(arfusion_comm_t c) { return c ? c->comm : nullptr; }
+
+}  // namespace
+
+namespace arfusion::detail {
+
+Config configFromC(const arfusion_config_t* c) {
+  Config cfg;
   if (!c) return cfg;
-  cfg.strategy = static_cast<arfusion::Strategy>(c->strategy);
-  cfg.sync_mode = static_cast<arfusion::SyncMode>(c->sync_mode);
+  cfg.strategy = static_cast<Strategy>(c->strategy);
+  cfg.sync_mode = static_cast<SyncMode>(c->sync_mode);
   cfg.workspace_bytes = c->workspace_bytes;
   cfg.timeout_seconds = c->timeout_seconds;
   cfg.tuning_file = c->tuning_file;
@@ -41,16 +41,16 @@ arfusion::Config toConfig(const arfusion_config_t* c) {
   return cfg;
 }
 
-arfusion_status_t checkConfig(const arfusion_config_t* c) {
+arfusion_status_t checkConfigC(const arfusion_config_t* c) {
   if (!c) return ARFUSION_SUCCESS;
-  if (c->version != ARFUSION_C_CONFIG_VERSION) return invalid("arfusion_config_t::version is not ARFUSION_C_CONFIG_VERSION (use arfusion_config_init)");
-  if (!inRange(c->strategy, 3) || !inRange(c->sync_mode, 2)) return invalid("arfusion_config_t: strategy or sync_mode is not a valid value");
+  if (c->version != ARFUSION_C_CONFIG_VERSION)
+    return st(fail(Status::kInvalidArgument, "arfusion_config_t::version is not ARFUSION_C_CONFIG_VERSION (use arfusion_config_init)"));
+  if (!inRange(c->strategy, 3) || !inRange(c->sync_mode, 2))
+    return st(fail(Status::kInvalidArgument, "arfusion_config_t: strategy or sync_mode is not a valid value"));
   return ARFUSION_SUCCESS;
 }
 
-arfusion::Communicator* commOf(arfusion_comm_t c) { return c ? c->comm : nullptr; }
-
-}  // namespace
+}  // namespace arfusion::detail
 
 extern "C" {
 
@@ -99,7 +99,7 @@ arfusion_status_t arfusion_comm_create(const void* unique_id, int world_size, in
   if (!unique_id) return invalid("unique_id is null");
   if (world_size < 1 || rank < 0 || rank >= world_size)
     return st(arfusion::detail::failf(Status::kInvalidArgument, "rank %d of world size %d is not valid", rank, world_size));
-  if (arfusion_status_t s = checkConfig(config); s != ARFUSION_SUCCESS) return s;
+  if (arfusion_status_t s = arfusion::detail::checkConfigC(config); s != ARFUSION_SUCCESS) return s;
   ncclUniqueId u;
   std::memcpy(&u, unique_id, sizeof u);
   ncclComm_t nccl = nullptr;
@@ -107,7 +107,7 @@ arfusion_status_t arfusion_comm_create(const void* unique_id, int world_size, in
   if (r != ncclSuccess)
     return st(arfusion::detail::failf(Status::kNcclError, "ncclCommInitRank failed: %s", ncclGetErrorString(r)));
   arfusion::Communicator* c = nullptr;
-  const Status s = arfusion::commCreate(nccl, toConfig(config), &c);
+  const Status s = arfusion::commCreate(nccl, arfusion::detail::configFromC(config), &c);
   if (s != Status::kSuccess) {
     ncclCommDestroy(nccl);  // keeps commCreate's message: ncclCommDestroy does not touch it
     return st(s);
@@ -126,9 +126,9 @@ arfusion_status_t arfusion_comm_create_nccl(void* nccl_comm, const arfusion_conf
   if (!comm) return invalid("comm is null");
   *comm = nullptr;
   if (!nccl_comm) return invalid("nccl_comm is null");
-  if (arfusion_status_t s = checkConfig(config); s != ARFUSION_SUCCESS) return s;
+  if (arfusion_status_t s = arfusion::detail::checkConfigC(config); s != ARFUSION_SUCCESS) return s;
   arfusion::Communicator* c = nullptr;
-  const Status s = arfusion::commCreate(static_cast<ncclComm_t>(nccl_comm), toConfig(config), &c);
+  const Status s = arfusion::commCreate(static_cast<ncclComm_t>(nccl_comm), arfusion::detail::configFromC(config), &c);
   if (s != Status::kSuccess) return st(s);
   *comm = new (std::nothrow) arfusion_comm{c, nullptr};
   if (!*comm) {
