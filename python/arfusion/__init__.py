@@ -18,6 +18,7 @@ import os
 
 __all__ = [
     "Error", "Communicator", "NormArgs", "get_unique_id", "quant_buffer_bytes", "version", "library",
+    "add_rmsnorm", "allreduce", "allreduce_add", "allreduce_add_rmsnorm",
     "FLOAT16", "BFLOAT16", "FLOAT32", "STRATEGIES", "SYNC_MODES", "QUANT_FORMATS", "SCALE_LAYOUTS",
 ]
 
@@ -102,6 +103,8 @@ def _load():
         "arfusion_add_rmsnorm": (S, [ctypes.POINTER(_NormArgs), P]),
         "arfusion_quant_buffer_bytes": (S, [I, I, I64, I64, ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]),
     }
+    if hasattr(lib, "arfusion_testing_create_group"):  # libarfusion_testkit.so only (arfusion.testing)
+        sigs["arfusion_testing_create_group"] = (S, [I, ctypes.POINTER(I), ctypes.POINTER(_Config), I, ctypes.POINTER(P)])
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = res, args
@@ -213,6 +216,33 @@ class NormArgs:
         self.pow2_scales, self.gemma = pow2_scales, gemma
 
 
+def _nbytes(t):
+    if hasattr(t, "element_size"):  # torch
+        return t.numel() * t.element_size()
+    cai = t.__cuda_array_interface__
+    n = int(cai["typestr"][2:])
+    for d in cai["shape"]:
+        n *= d
+    return n
+
+
+def _buffer(t, name, need):
+    """The pointer of a quantized output or scale buffer: CUDA, contiguous, at least `need` bytes."""
+    if t is None:
+        return None
+    desc_ptr = t.data_ptr() if hasattr(t, "data_ptr") else t.__cuda_array_interface__["data"][0]
+    if hasattr(t, "is_cuda"):
+        if not t.is_cuda:
+            raise ValueError(f"{name} is not a CUDA tensor")
+        if not t.is_contiguous():
+            raise ValueError(f"{name} is not contiguous")
+    elif t.__cuda_array_interface__.get("strides") is not None:
+        raise ValueError(f"{name} is not contiguous (strides given)")
+    if _nbytes(t) < need:
+        raise ValueError(f"{name} holds {_nbytes(t)} bytes, the output needs {need} (quant_buffer_bytes)")
+    return desc_ptr
+
+
 def _pointer(t):
     if t is None:
         return None
@@ -239,7 +269,12 @@ def _norm_args(input, residual_in, residual_out, gamma, norm_out, eps, options, 
         a.gemma = int(bool(options.gemma))
         a.quant_format = _lookup(QUANT_FORMATS, options.quant, "quant")
         a.quant_layout = _lookup(SCALE_LAYOUTS, options.layout, "layout")
-        a.quant_values, a.quant_scales, a.quant_scale = _pointer(options.values), _pointer(options.scales), _pointer(options.scale)
+        if a.quant_format != QUANT_FORMATS["none"]:
+            # Sizes the library cannot see: checked here (the library checks the rest and says why).
+            values_bytes, scale_bytes = quant_buffer_bytes(a.quant_format, a.quant_layout, tokens, hidden)
+            a.quant_values = _buffer(options.values, "quant values", values_bytes)
+            a.quant_scales = _buffer(options.scales, "quant scales", scale_bytes)
+            a.quant_scale = _buffer(options.scale, "quant scale", 4)
         a.quant_pow2_scales = int(bool(options.pow2_scales))
     return a
 
@@ -250,6 +285,19 @@ def add_rmsnorm(input, residual_in, residual_out, gamma, norm_out, eps=1e-6, opt
     _check(library.arfusion_add_rmsnorm(ctypes.byref(a), _stream(stream)))
 
 
+def _config(strategy="auto", sync_mode="auto", workspace_bytes=None, timeout_seconds=None, self_check=True, max_blocks=0,
+            read_env=True):
+    cfg = _Config()
+    library.arfusion_config_init(ctypes.byref(cfg))
+    cfg.strategy, cfg.sync_mode = _lookup(STRATEGIES, strategy, "strategy"), _lookup(SYNC_MODES, sync_mode, "sync_mode")
+    if workspace_bytes is not None:
+        cfg.workspace_bytes = int(workspace_bytes)
+    if timeout_seconds is not None:
+        cfg.timeout_seconds = float(timeout_seconds)
+    cfg.self_check, cfg.max_blocks, cfg.read_env = int(bool(self_check)), int(max_blocks), int(bool(read_env))
+    return cfg
+
+
 class Communicator:
     """One rank's arfusion communicator. Collective: every rank constructs it with the same unique
     id and world size, its CUDA device current (torch.cuda.set_device). Close it (or use ``with``)
@@ -257,14 +305,7 @@ class Communicator:
 
     def __init__(self, unique_id, world_size, rank, strategy="auto", sync_mode="auto", workspace_bytes=None,
                  timeout_seconds=None, self_check=True, max_blocks=0, read_env=True, nccl_comm=None):
-        cfg = _Config()
-        library.arfusion_config_init(ctypes.byref(cfg))
-        cfg.strategy, cfg.sync_mode = _lookup(STRATEGIES, strategy, "strategy"), _lookup(SYNC_MODES, sync_mode, "sync_mode")
-        if workspace_bytes is not None:
-            cfg.workspace_bytes = int(workspace_bytes)
-        if timeout_seconds is not None:
-            cfg.timeout_seconds = float(timeout_seconds)
-        cfg.self_check, cfg.max_blocks, cfg.read_env = int(bool(self_check)), int(max_blocks), int(bool(read_env))
+        cfg = _config(strategy, sync_mode, workspace_bytes, timeout_seconds, self_check, max_blocks, read_env)
         self._handle = ctypes.c_void_p()
         if nccl_comm is not None:
             _check(library.arfusion_comm_create_nccl(ctypes.c_void_p(int(nccl_comm)), ctypes.byref(cfg), ctypes.byref(self._handle)))
@@ -273,6 +314,13 @@ class Communicator:
             raise ValueError(f"unique_id must be the {_UNIQUE_ID_BYTES} bytes of get_unique_id()")
         _check(library.arfusion_comm_create(ctypes.c_char_p(bytes(unique_id)), int(world_size), int(rank), ctypes.byref(cfg),
                                             ctypes.byref(self._handle)))
+
+    @classmethod
+    def _adopt(cls, handle):
+        """A Communicator owning a C handle made elsewhere (arfusion.testing)."""
+        self = cls.__new__(cls)
+        self._handle = ctypes.c_void_p(handle)
+        return self
 
     @property
     def handle(self):
@@ -323,22 +371,44 @@ class Communicator:
                 "reason": p.reason.decode()}
 
     def allreduce(self, input, out, dtype=None, stream=None):
-        x = _describe(input, "input", dtype)
-        _same(_describe(out, "out", dtype), x, "out", "input")
-        tokens, hidden = _rows(x, "input")
-        _check(library.arfusion_allreduce(self._handle, x[0], _pointer(out), tokens, hidden, x[2], _stream(stream)))
+        """out = sum over ranks of input."""
+        allreduce(self.handle, input, out, dtype, stream)
 
     def allreduce_add(self, input, residual_in, residual_out, dtype=None, stream=None):
-        x = _describe(input, "input", dtype)
-        for t, n in ((residual_in, "residual_in"), (residual_out, "residual_out")):
-            _same(_describe(t, n, dtype), x, n, "input")
-        tokens, hidden = _rows(x, "input")
-        _check(library.arfusion_allreduce_add(self._handle, x[0], _pointer(residual_in), _pointer(residual_out), tokens, hidden,
-                                              x[2], _stream(stream)))
+        """residual_out = residual_in + sum(input)."""
+        allreduce_add(self.handle, input, residual_in, residual_out, dtype, stream)
 
     def allreduce_add_rmsnorm(self, input, residual_in, residual_out, gamma, norm_out, eps=1e-6, options=None, dtype=None,
                               stream=None):
         """residual_out = residual_in + sum(input); norm_out = RMSNorm(residual_out) * gamma. residual_in
         None is zero; residual_out or norm_out None is not written; options: NormArgs."""
-        a = _norm_args(input, residual_in, residual_out, gamma, norm_out, eps, options, dtype)
-        _check(library.arfusion_allreduce_add_rmsnorm_ex(self._handle, ctypes.byref(a), _stream(stream)))
+        allreduce_add_rmsnorm(self.handle, input, residual_in, residual_out, gamma, norm_out, eps, options, dtype, stream)
+
+
+# The calls by C handle (Communicator.handle, an int): what the Communicator methods and the torch
+# custom ops (arfusion.torch_ops) run.
+
+def _handle(comm):
+    return ctypes.c_void_p(int(comm)) if comm else None
+
+
+def allreduce(comm, input, out, dtype=None, stream=None):
+    x = _describe(input, "input", dtype)
+    _same(_describe(out, "out", dtype), x, "out", "input")
+    tokens, hidden = _rows(x, "input")
+    _check(library.arfusion_allreduce(_handle(comm), x[0], _pointer(out), tokens, hidden, x[2], _stream(stream)))
+
+
+def allreduce_add(comm, input, residual_in, residual_out, dtype=None, stream=None):
+    x = _describe(input, "input", dtype)
+    for t, n in ((residual_in, "residual_in"), (residual_out, "residual_out")):
+        _same(_describe(t, n, dtype), x, n, "input")
+    tokens, hidden = _rows(x, "input")
+    _check(library.arfusion_allreduce_add(_handle(comm), x[0], _pointer(residual_in), _pointer(residual_out), tokens, hidden,
+                                          x[2], _stream(stream)))
+
+
+def allreduce_add_rmsnorm(comm, input, residual_in, residual_out, gamma, norm_out, eps=1e-6, options=None, dtype=None,
+                          stream=None):
+    a = _norm_args(input, residual_in, residual_out, gamma, norm_out, eps, options, dtype)
+    _check(library.arfusion_allreduce_add_rmsnorm_ex(_handle(comm), ctypes.byref(a), _stream(stream)))
