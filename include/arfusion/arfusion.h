@@ -102,7 +102,7 @@ enum class Op : int {
 // "Quantized outputs", states each recipe and draws each layout).
 enum class QuantFormat : int {
   kNone = 0,
-  kFp8 = 1,          // FP8 E4M3, one static fp32 scale (device memory): q = satfinite(norm / scale)
+  kFp8 = 1,          // FP8 E4M3, one static fp32 scale (device memory): q = satfinite(norm * (1 / scale))
   kFp8PerToken = 2,  // FP8 E4M3, one fp32 scale per row: max(absmax / 448, 1 / (448 * 512))
   kFp8PerGroup = 3,  // FP8 E4M3, one scale per 128 elements of a row (DeepSeek / DeepGEMM style)
   kNvfp4 = 4,        // FP4 E2M1, one E4M3 scale per 16 elements, one fp32 global scale (device memory)

@@ -43,7 +43,13 @@ namespace arfusion::detail {
 // kExt: the extended epilogue (RowArgs::ext): residual_in may be null (zero), residual_out and
 // norm_out may be null, Gemma weights, and a quantized copy of the normalised row (quantizeRow).
 // Rows in registers only (validate.cpp), one block or half a block per row, never a cluster.
-template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false, bool kExt = false>
+// kOnlyFormat: the quantized output the extended epilogue is compiled for: kAnyQuant, the call's
+// format at run time (the fused kernels: one kernel for every format keeps their build time), or
+// one QuantFormat value, which the call must have (the single-GPU kernel: one format's body needs
+// fewer registers, so more rows are resident per SM).
+constexpr int kAnyQuant = -1;
+template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false, bool kExt = false,
+          int kOnlyFormat = kAnyQuant>
 struct RowEpilogue {
   using P = Pack<T, VEC>;
   using WarpReduce = cub::WarpReduce<float>;
@@ -184,7 +190,7 @@ struct RowEpilogue {
         if (!kExt || a.out) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o[k]);
       }
     }
-    if constexpr (kExt) {
+    if constexpr (kExt && kOnlyFormat != kQuantNone) {
       if (a.quant != kQuantNone)
         quantizeRow(a, row, o, q_scale, [&](int k) { return tid + int64_t(k) * kThreads; }, tid, kThreads,
                     [&](float m) { return blockMax(sh, m); });
@@ -249,7 +255,7 @@ struct RowEpilogue {
         }
       }
     }
-    if constexpr (kExt) {
+    if constexpr (kExt && kOnlyFormat != kQuantNone) {
       if (a.quant != kQuantNone)
         quantizeRow(a, row, o, q_scale, [&](int k) { return t + (k / kVpt) * kHalf + int64_t(k % kVpt) * kThreads; }, t, kHalf,
                     [&](float m) { return halfMax(sh, m, barrier_id); });
@@ -342,16 +348,20 @@ struct RowEpilogue {
     if (a.scale_layout == kLayoutSwizzled128x4) p[swizzled128x4(row, c, a.scale_cols)] = sf;
     else p[row * (a.hidden / kNvfp4BlockSize) + c] = sf;
   }
-  // The padding of a tiled scale layout, as zeros: this row's scale columns past the last group
-  // or block, and the padding rows row + j * tokens (j >= 1) below scaleRows, so that each row's
-  // block writes its share and every byte of the buffer is written once. Threads t of `threads`.
+  // The padding of a tiled scale layout, as zeros, so that every byte of the buffer is written
+  // once: this row's scale columns past the last group or block, and a share of the padding rows
+  // (rows tokens .. scaleRows - 1). Threads t of `threads`.
+  //   column-major, UE8M0: row r0 writes the padding rows r0 + j * tokens (j >= 1), at most 3.
+  //   swizzled 128x4: the padding rows all lie in the last 128-row tile, whose words row r0 splits
+  //     into `tokens` equal chunks in memory order and writes the r0-th, consecutive threads
+  //     consecutive words: one token's 127 padding rows, written by rows of words scattered over
+  //     every 512-byte tile, took one block several microseconds of uncoalesced stores.
   __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
     const bool ue8m0 = a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutUE8M0Packed;
     const bool colmajor = a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutColumnMajor;
     const bool swizzled = a.quant == kQuantNvfp4 && a.scale_layout == kLayoutSwizzled128x4;
     if (!ue8m0 && !colmajor && !swizzled) return;
-    // 32-bit arithmetic: a scale buffer's rows and words are far below 2^31, and a 64-bit division
-    // per padding word made a one-token NVFP4 call several times slower than the norm itself.
+    // 32-bit arithmetic: a scale buffer's rows and words are far below 2^31.
     const int r0 = static_cast<int>(row), tokens = static_cast<int>(a.q_tokens), rows = static_cast<int>(a.scale_rows);
     const int scale_cols = static_cast<int>(a.scale_cols);
     const int cols = static_cast<int>(swizzled ? a.hidden / kNvfp4BlockSize : a.hidden / kFp8GroupSize);
@@ -362,13 +372,24 @@ struct RowEpilogue {
         else static_cast<uint8_t*>(a.q_scales)[swizzled128x4(r0, c, scale_cols)] = 0;
       }
     }
+    if (swizzled) {
+      const int tile_words = words * 128;  // 4-byte words of one 128-row tile: 128 per column tile
+      const int first = rows - 128;        // the last tile's first row
+      uint32_t* tile = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(a.q_scales) + size_t(first) * words * 4);
+      const int chunk = (tile_words + tokens - 1) / tokens;
+      const int end = min(tile_words, (r0 + 1) * chunk);
+      for (int w = r0 * chunk + t; w < end; w += threads) {
+        const int j = w % 128;  // within a 512-byte tile: line j / 4 is row % 32, slot j % 4 is (row % 128) / 32
+        if (first + (j % 4) * 32 + j / 4 >= tokens) tile[w] = 0;
+      }
+      return;
+    }
     const int shadows = (rows - r0 - 1) / tokens;  // padding rows this row writes
     for (int n = t; n < shadows * words; n += threads) {
       const int j = n / words, w = n - j * words;
       const int r = r0 + (j + 1) * tokens;
       if (colmajor) static_cast<float*>(a.q_scales)[w * rows + r] = 0.f;
-      else if (ue8m0) static_cast<uint32_t*>(a.q_scales)[w * rows + r] = 0;
-      else *reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(a.q_scales) + swizzled128x4(r, 4 * w, scale_cols)) = 0;
+      else static_cast<uint32_t*>(a.q_scales)[w * rows + r] = 0;
     }
   }
   // The quantized copy of the normalised row (docs/design.md, "Quantized outputs"): o[k] holds the
@@ -381,12 +402,17 @@ struct RowEpilogue {
                                                      IdxOf idxOf, int t, int threads, RowMax rowMax) {
     const int64_t row = local_row + a.q_row0;  // the row of the quantized outputs
     // One body per format: a runtime format inside one body keeps every format's temporaries live
-    // at once (it doubled the kernel's registers and spilled).
-    switch (a.quant) {
-      case kQuantFp8: quantizeAs<kQuantFp8>(a, row, o, q_scale, idxOf, t, rowMax); break;
-      case kQuantFp8PerToken: quantizeAs<kQuantFp8PerToken>(a, row, o, q_scale, idxOf, t, rowMax); break;
-      case kQuantFp8PerGroup: quantizeAs<kQuantFp8PerGroup>(a, row, o, q_scale, idxOf, t, rowMax); break;
-      default: quantizeAs<kQuantNvfp4>(a, row, o, q_scale, idxOf, t, rowMax); break;
+    // at once (it doubled the kernel's registers and spilled). A kernel of one format has that body
+    // only.
+    if constexpr (kOnlyFormat != kAnyQuant) {
+      quantizeAs<kOnlyFormat>(a, row, o, q_scale, idxOf, t, rowMax);
+    } else {
+      switch (a.quant) {
+        case kQuantFp8: quantizeAs<kQuantFp8>(a, row, o, q_scale, idxOf, t, rowMax); break;
+        case kQuantFp8PerToken: quantizeAs<kQuantFp8PerToken>(a, row, o, q_scale, idxOf, t, rowMax); break;
+        case kQuantFp8PerGroup: quantizeAs<kQuantFp8PerGroup>(a, row, o, q_scale, idxOf, t, rowMax); break;
+        default: quantizeAs<kQuantNvfp4>(a, row, o, q_scale, idxOf, t, rowMax); break;
+      }
     }
     writeScalePadding(a, row, t, threads);
   }
@@ -406,6 +432,7 @@ struct RowEpilogue {
       row_scale = fp8Scale(rowMax(m), false);
       if (t == 0) static_cast<float*>(a.q_scales)[row] = row_scale;
     }
+    const float row_inv = kFormat == kQuantNvfp4 ? 0.f : fp8Inverse(row_scale);  // FP8: the scale's reciprocal
     // Straight from the packs as stored (T), element by element: an fp32 copy of the packs would
     // double the live registers.
 #pragma unroll
@@ -431,19 +458,20 @@ struct RowEpilogue {
           storeBytes(q + i * (VEC / 2), b);
         }
       } else {
-        float s = row_scale;
+        float inv = row_inv;
         if constexpr (kFormat == kQuantFp8PerGroup) {
           constexpr int L = kFp8GroupSize / VEC;  // lanes per 128-element group
           float m = 0.f;
 #pragma unroll
           for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(x(e)));
-          s = fp8Scale(groupMax<L>(m), a.pow2_scales || a.scale_layout == kLayoutUE8M0Packed);
+          const float s = fp8Scale(groupMax<L>(m), a.pow2_scales || a.scale_layout == kLayoutUE8M0Packed);
+          inv = fp8Inverse(s);
           if (active && i % L == 0) storeGroupScale(a, row, i / L, s);
         }
         if (active) {
           uint8_t b[VEC];
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) b[e] = e4m3FromFloat(x(e) / s);
+          for (int e = 0; e < VEC; ++e) b[e] = e4m3FromFloat(x(e) * inv);
           storeBytes(q + i * VEC, b);
         }
       }

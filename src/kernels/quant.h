@@ -111,6 +111,13 @@ ARF_HD float fp8Scale(float absmax, bool pow2) {
   return s;
 }
 
+// What FP8 values are multiplied by: the fp32 reciprocal of their scale, 1 / scale rounded once,
+// so q = E4M3(x * fp8Inverse(scale)) (the multiplication vLLM's and TensorRT-LLM's quantization
+// kernels do; one division per row or group instead of one per element). It differs from
+// E4M3(x / scale) only where x / scale lies within an fp32 ulp of an E4M3 rounding boundary, and not
+// at all for power-of-two scales.
+ARF_HD float fp8Inverse(float scale) { return 1.f / scale; }
+
 // The UE8M0 byte of a power-of-two scale: its biased exponent.
 ARF_HD uint8_t ue8m0Byte(float pow2_scale) { return static_cast<uint8_t>(floatBits(pow2_scale) >> 23); }
 

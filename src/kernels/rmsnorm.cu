@@ -18,17 +18,18 @@ namespace {
 // Rows of up to 2 vectors per thread (bf16/fp16 hidden <= 8192, fp32 <= 4096) compile for 3
 // resident blocks per SM (40 registers): the kernel is latency-bound per row (load, block
 // reduction, store), and a third block per SM took 8192 x 8192 bf16 from 141 to 133 us on H200.
-// The extended epilogue (quantization: absmax shuffles, conversions, scale math) needs ~64
-// registers at one vector per thread (2 blocks) and ~106 at two, where 2 blocks (64 registers)
-// spilled 136 bytes a thread and the spill traffic halved the kernel's bandwidth: one block.
+// The extended epilogue compiles one kernel per quantized format (RowEpilogue's kOnlyFormat): one
+// format's body fits 64 registers at up to 2 vectors per thread (2 blocks per SM; a kernel for
+// every format needed ~104 at 2 vectors, one block per SM, and its rows waited on each other).
 template <int kVpt, bool kExt>
-constexpr int normMinBlocks() { return kVpt > 2 ? 1 : !kExt ? 3 : kVpt == 1 ? 2 : 1; }
+constexpr int normMinBlocks() { return kVpt > 2 ? 1 : !kExt ? 3 : 2; }
 
 // kNorm: 1 norm, 0 add only; the kVpt = kMaxVecPerThread kernel (kNormAtRuntime) takes the op at
-// run time (RowEpilogue::run: every op, rows of any width).
-template <typename T, int VEC, int kVpt, int kNorm, bool kExt>
+// run time (RowEpilogue::run: every op, rows of any width). kFormat: the extended epilogue's
+// quantized format (RowEpilogue).
+template <typename T, int VEC, int kVpt, int kNorm, bool kExt, int kFormat>
 __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSNormKernel(RowArgs a) {
-  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt, kFormat>;
   __shared__ typename Epi::Shared sh;
   const T* x = static_cast<const T*>(a.input);
   for (int64_t row = blockIdx.x; row < a.tokens; row += gridDim.x) {
@@ -39,21 +40,28 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSN
   }
 }
 
-// The kernel of a variant and an op: rows of 16-byte vectors that fit 1 or 2 per thread get the
-// lean kernels; everything else, including a one-rank group's plain allreduce (out = x), the
-// general one; the extended epilogue (the norm op only) its own, per vectors per thread. The
-// launch and the preloading share it.
+// The kernel of a variant, an op and (extended epilogue) a quantized format: rows of 16-byte
+// vectors that fit 1 or 2 per thread get the lean kernels; everything else, including a one-rank
+// group's plain allreduce (out = x), the general one; the extended epilogue (the norm op only) one
+// per vectors per thread and format. The launch and the preloading share it.
 template <typename T, int VEC, int kVpt, bool kExt>
-auto addRMSNormKernelFor(Op op) {
+auto addRMSNormKernelFor(Op op, uint8_t quant) {
   if constexpr (kExt) {
     (void)op;
-    return addRMSNormKernel<T, VEC, kVpt, 1, true>;
-  } else {
-    if constexpr (kVpt < kMaxVecPerThread) {
-      if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1, false>;
-      if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0, false>;
+    switch (quant) {
+      case kQuantFp8: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantFp8>;
+      case kQuantFp8PerToken: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantFp8PerToken>;
+      case kQuantFp8PerGroup: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantFp8PerGroup>;
+      case kQuantNvfp4: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantNvfp4>;
+      default: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantNone>;
     }
-    return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime, false>;
+  } else {
+    (void)quant;
+    if constexpr (kVpt < kMaxVecPerThread) {
+      if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1, false, kAnyQuant>;
+      if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0, false, kAnyQuant>;
+    }
+    return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime, false, kAnyQuant>;
   }
 }
 
@@ -63,7 +71,8 @@ cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cuda
   const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
   return dispatchVariant(dtype, vector, args.hidden, args.ext, [&](auto v) {
     using V = decltype(v);
-    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(args.op), blocks, kThreads, stream, args);
+    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(args.op, args.quant), blocks, kThreads, stream,
+                       args);
   });
 }
 
@@ -71,8 +80,11 @@ cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit) {
   return forEachVariant([&](auto v) {
     using V = decltype(v);
     for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm}) {
-      const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(op));
-      if (e != cudaSuccess) return e;
+      for (uint8_t quant = kQuantNone; quant <= kQuantNvfp4; ++quant) {
+        if (quant != kQuantNone && !V::ext) break;
+        const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(op, quant));
+        if (e != cudaSuccess) return e;
+      }
     }
     return cudaSuccess;
   });

@@ -141,7 +141,8 @@ void expectedQuant(const QuantCase& q, const std::vector<uint8_t>& norm, int64_t
         else if (q.layout == ScaleLayout::kColumnMajor) putF(size_t(g * rows + t), s);
         else putF(size_t(t * groups + g), s);
       }
-      for (int64_t h = h0; h < std::min(hidden, h0 + kFp8GroupSize); ++h) (*values)[size_t(t * hidden + h)] = e4m3FromFloat(x(t, h) / s);
+      const float inv = fp8Inverse(s);
+      for (int64_t h = h0; h < std::min(hidden, h0 + kFp8GroupSize); ++h) (*values)[size_t(t * hidden + h)] = e4m3FromFloat(x(t, h) * inv);
     }
   }
 }
@@ -195,7 +196,7 @@ double quantErrorBound(const QuantCase& q, const std::vector<uint8_t>& scales, i
   // saturates: a block whose scale saturated at E4M3's 448 (its absmax above 448 * 6 / global scale).
   if (q.format == arfusion::QuantFormat::kNvfp4) return (std::max({0.25, y / 4, y - 6.0}) + 1e-6) * f;
   // E4M3: half a step (a relative 2^-4 for normals, 2^-10 absolute below 2^-6), or the distance to
-  // 448 where the value saturates; plus the rounding of x / scale in fp32.
+  // 448 where the value saturates; plus the rounding of x * (1 / scale) in fp32.
   const double half = y < std::ldexp(1.0, -6) ? std::ldexp(1.0, -10) : y * std::ldexp(1.0, -4);
   return (std::max(half, y - 448.0) + y * 1e-6) * f;
 }
