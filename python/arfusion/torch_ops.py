@@ -4,10 +4,14 @@ graphs capture them. Importing this module registers, in the namespace ``torch.o
     allreduce(int comm, Tensor input, Tensor(a!) out) -> ()
     allreduce_add(int comm, Tensor input, Tensor? residual_in, Tensor(a!) residual_out) -> ()
     allreduce_add_rmsnorm(int comm, Tensor input, Tensor? residual_in, Tensor(a!)? residual_out,
-                          Tensor gamma, Tensor(b!)? norm_out, float eps=1e-6, int quant=0,
-                          int layout=0, Tensor(c!)? quant_values=None, Tensor(d!)? quant_scales=None,
+                          Tensor gamma, Tensor(b!)? norm_out, Tensor(c!)? quant_values,
+                          Tensor(d!)? quant_scales, float eps=1e-6, int quant=0, int layout=0,
                           Tensor? quant_scale=None, bool pow2_scales=False, bool gemma=False) -> ()
     add_rmsnorm(Tensor input, Tensor? residual_in, ... as above without comm) -> ()
+
+Every tensor an op writes is a required argument (pass None for an output you do not want): torch
+bumps the version counter of each mutated argument by its position, so a mutated argument left to a
+default would not be there to bump.
 
 ``comm`` is ``Communicator.handle``. Every op writes into tensors the caller passes (outputs are
 preallocated, as engines keep them across layers; ``residual_out`` may be ``residual_in``), so the
@@ -45,8 +49,8 @@ def allreduce_add(comm: int, input: torch.Tensor, residual_in: Optional[torch.Te
                          mutates_args=("residual_out", "norm_out", "quant_values", "quant_scales"))
 def allreduce_add_rmsnorm(comm: int, input: torch.Tensor, residual_in: Optional[torch.Tensor],
                           residual_out: Optional[torch.Tensor], gamma: torch.Tensor, norm_out: Optional[torch.Tensor],
-                          eps: float = 1e-6, quant: int = 0, layout: int = 0, quant_values: Optional[torch.Tensor] = None,
-                          quant_scales: Optional[torch.Tensor] = None, quant_scale: Optional[torch.Tensor] = None,
+                          quant_values: Optional[torch.Tensor], quant_scales: Optional[torch.Tensor], eps: float = 1e-6,
+                          quant: int = 0, layout: int = 0, quant_scale: Optional[torch.Tensor] = None,
                           pow2_scales: bool = False, gemma: bool = False) -> None:
     _allreduce_add_rmsnorm(comm, input, residual_in, residual_out, gamma, norm_out, eps,
                            _options(quant, layout, quant_values, quant_scales, quant_scale, pow2_scales, gemma))
@@ -54,8 +58,8 @@ def allreduce_add_rmsnorm(comm: int, input: torch.Tensor, residual_in: Optional[
 
 @torch.library.custom_op("arfusion::add_rmsnorm", mutates_args=("residual_out", "norm_out", "quant_values", "quant_scales"))
 def add_rmsnorm(input: torch.Tensor, residual_in: Optional[torch.Tensor], residual_out: Optional[torch.Tensor],
-                gamma: torch.Tensor, norm_out: Optional[torch.Tensor], eps: float = 1e-6, quant: int = 0, layout: int = 0,
-                quant_values: Optional[torch.Tensor] = None, quant_scales: Optional[torch.Tensor] = None,
+                gamma: torch.Tensor, norm_out: Optional[torch.Tensor], quant_values: Optional[torch.Tensor],
+                quant_scales: Optional[torch.Tensor], eps: float = 1e-6, quant: int = 0, layout: int = 0,
                 quant_scale: Optional[torch.Tensor] = None, pow2_scales: bool = False, gemma: bool = False) -> None:
     _add_rmsnorm(input, residual_in, residual_out, gamma, norm_out, eps,
                  _options(quant, layout, quant_values, quant_scales, quant_scale, pow2_scales, gemma))
@@ -73,12 +77,12 @@ def _(comm, input, residual_in, residual_out):
 
 
 @allreduce_add_rmsnorm.register_fake
-def _(comm, input, residual_in, residual_out, gamma, norm_out, eps=1e-6, quant=0, layout=0, quant_values=None,
-      quant_scales=None, quant_scale=None, pow2_scales=False, gemma=False):
+def _(comm, input, residual_in, residual_out, gamma, norm_out, quant_values, quant_scales, eps=1e-6, quant=0, layout=0,
+      quant_scale=None, pow2_scales=False, gemma=False):
     return None
 
 
 @add_rmsnorm.register_fake
-def _(input, residual_in, residual_out, gamma, norm_out, eps=1e-6, quant=0, layout=0, quant_values=None, quant_scales=None,
+def _(input, residual_in, residual_out, gamma, norm_out, quant_values, quant_scales, eps=1e-6, quant=0, layout=0,
       quant_scale=None, pow2_scales=False, gemma=False):
     return None

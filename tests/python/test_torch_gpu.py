@@ -82,6 +82,10 @@ def same_bits(a, b, what):
         raise AssertionError(f"{what}: {int(diff.sum())} of {a.numel()} elements differ, first at {diff.nonzero()[0].tolist()}")
 
 
+# The quantized outputs are required arguments of the ops (every mutated argument is): None without one.
+NO_QUANT = dict(quant_values=None, quant_scales=None)
+
+
 class Quant:
     """A quantized output's buffers for `tokens` rows, poisoned with `fill`."""
 
@@ -116,7 +120,7 @@ class Case:
             s = s + x.float()
         s = s.to(self.dtype)
         res, norm = nan_like(s), nan_like(s)
-        torch.ops.arfusion.add_rmsnorm(s, self.residual, res, self.gamma, norm, EPS, **(quant.op_args() if quant else {}))
+        torch.ops.arfusion.add_rmsnorm(s, self.residual, res, self.gamma, norm, eps=EPS, **(quant.op_args() if quant else NO_QUANT))
         return res, norm
 
     def check(self, what, bitwise_chain, quants=None, chain_quant=None):
@@ -144,7 +148,8 @@ def run_group(comms, streams, case, quants=None):
     for r, comm in enumerate(comms):
         with torch.cuda.stream(streams[r]):
             torch.ops.arfusion.allreduce_add_rmsnorm(comm.handle, case.inputs[r], case.residual, case.res_out[r], case.gamma,
-                                                     case.norm_out[r], EPS, **(quants[r].op_args() if quants else {}))
+                                                     case.norm_out[r], eps=EPS,
+                                                     **(quants[r].op_args() if quants else NO_QUANT))
     torch.cuda.synchronize()
 
 
@@ -175,7 +180,7 @@ class WorldSizeOne(unittest.TestCase):
 
     def test_compiled_equals_eager(self):
         def block(comm, x, residual, gamma, res_out, norm_out):
-            torch.ops.arfusion.allreduce_add_rmsnorm(comm, x * 2.0, residual, res_out, gamma, norm_out, EPS)
+            torch.ops.arfusion.allreduce_add_rmsnorm(comm, x * 2.0, residual, res_out, gamma, norm_out, None, None, EPS)
             return norm_out.float() + 1.0
 
         compiled = torch.compile(block, fullgraph=True)
@@ -193,23 +198,23 @@ class WorldSizeOne(unittest.TestCase):
         h = self.comm.handle
         with self.assertRaises(ValueError):  # gamma of another length
             torch.ops.arfusion.allreduce_add_rmsnorm(h, case.inputs[0], case.residual, case.res_out[0], case.gamma[:-16],
-                                                     case.norm_out[0], EPS)
+                                                     case.norm_out[0], None, None, EPS)
         with self.assertRaises(ValueError):  # a CPU output
             torch.ops.arfusion.allreduce_add_rmsnorm(h, case.inputs[0], case.residual, case.res_out[0].cpu(), case.gamma,
-                                                     case.norm_out[0], EPS)
+                                                     case.norm_out[0], None, None, EPS)
         with self.assertRaises(ValueError):  # not contiguous
-            torch.ops.arfusion.allreduce_add_rmsnorm(h, case.inputs[0].t(), None, None, case.gamma[:4], None, EPS)
+            torch.ops.arfusion.allreduce_add_rmsnorm(h, case.inputs[0].t(), None, None, case.gamma[:4], None, None, None, EPS)
         with self.assertRaises(ValueError):  # a scale buffer too small for the shape
             q = Quant("nvfp4", "swizzled-128x4", 4, 0xAA)
             args = q.op_args()
             args["quant_scales"] = q.scales[:16]
             torch.ops.arfusion.allreduce_add_rmsnorm(h, case.inputs[0], case.residual, case.res_out[0], case.gamma,
-                                                     case.norm_out[0], EPS, **args)
+                                                     case.norm_out[0], eps=EPS, **args)
         with self.assertRaises(arfusion.Error) as e:  # the library's own check: static FP8 without its scale
             args = Quant("fp8", "linear", 4, 0xAA).op_args()
             args["quant_scale"] = None
             torch.ops.arfusion.allreduce_add_rmsnorm(h, case.inputs[0], case.residual, case.res_out[0], case.gamma,
-                                                     case.norm_out[0], EPS, **args)
+                                                     case.norm_out[0], eps=EPS, **args)
         self.assertEqual(e.exception.status, 1)
         torch.cuda.synchronize()
         self.assertTrue(torch.isnan(case.res_out[0]).all() and torch.isnan(case.norm_out[0]).all(), "a refused call wrote")
@@ -252,7 +257,7 @@ class LocalGroups(unittest.TestCase):
         for r, comm in enumerate(comms):  # capture launches nothing: no rank waits here
             with torch.cuda.graph(graphs[r], stream=streams[r]):
                 torch.ops.arfusion.allreduce_add_rmsnorm(comm.handle, case.inputs[r], case.residual, case.res_out[r], case.gamma,
-                                                         case.norm_out[r], EPS)
+                                                         case.norm_out[r], None, None, EPS)
         for replay in range(3):
             fresh = Case(world, 24, torch.bfloat16, 500 + replay)
             for r in range(world):
@@ -280,7 +285,7 @@ class LocalGroups(unittest.TestCase):
         comms, streams = self.group(world)
 
         def block(comm, x, residual, gamma, res_out, norm_out):
-            torch.ops.arfusion.allreduce_add_rmsnorm(comm, x, residual, res_out, gamma, norm_out, EPS)
+            torch.ops.arfusion.allreduce_add_rmsnorm(comm, x, residual, res_out, gamma, norm_out, None, None, EPS)
             return norm_out.float() * 0.5
 
         compiled = torch.compile(block, fullgraph=True, dynamic=True)
@@ -310,7 +315,7 @@ def _two_process_rank(rank, port):
     with arfusion.Communicator(uid[0], 2, rank) as comm:
         case = Case(2, 64, torch.bfloat16, 700)  # every rank makes every rank's inputs (same seeds)
         torch.ops.arfusion.allreduce_add_rmsnorm(comm.handle, case.inputs[rank], case.residual, case.res_out[rank], case.gamma,
-                                                 case.norm_out[rank], EPS)
+                                                 case.norm_out[rank], None, None, EPS)
         torch.cuda.synchronize()
         case.res_out, case.norm_out = [case.res_out[rank]] * 2, [case.norm_out[rank]] * 2
         case.check(f"process {rank}", bitwise_chain=True)
