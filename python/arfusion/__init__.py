@@ -160,8 +160,9 @@ def _torch_dtype_code(t):
     return codes[t.dtype]
 
 
-def _describe(t, name, dtype=None):
-    """(pointer, shape, dtype code) of a CUDA tensor; None stays None. Checks contiguity and device."""
+def _cuda_pointer(t, name):
+    """The device pointer of a torch tensor or __cuda_array_interface__ object, checked to be on
+    the GPU and contiguous; None stays None."""
     if t is None:
         return None
     if hasattr(t, "data_ptr") and hasattr(t, "is_cuda"):  # torch
@@ -169,17 +170,32 @@ def _describe(t, name, dtype=None):
             raise ValueError(f"{name} is not a CUDA tensor")
         if not t.is_contiguous():
             raise ValueError(f"{name} is not contiguous")
-        return t.data_ptr(), tuple(t.shape), _torch_dtype_code(t)
+        return t.data_ptr()
     cai = getattr(t, "__cuda_array_interface__", None)
     if cai is None:
         raise TypeError(f"{name} is neither a torch tensor nor has __cuda_array_interface__")
     if cai.get("strides") is not None:
         raise ValueError(f"{name} is not contiguous (strides given)")
+    return cai["data"][0]
+
+
+def _describe(t, name, dtype=None):
+    """(pointer, shape, dtype code) of a CUDA tensor; None stays None. Checks contiguity and device."""
+    ptr = _cuda_pointer(t, name)
+    if ptr is None:
+        return None
+    if hasattr(t, "data_ptr") and hasattr(t, "is_cuda"):  # torch
+        return ptr, tuple(t.shape), _torch_dtype_code(t)
+    cai = t.__cuda_array_interface__
     typestr = cai["typestr"]
     code = dtype if dtype is not None else {"<f2": FLOAT16, "<f4": FLOAT32}.get(typestr)
     if code is None:
         raise TypeError(f"{name}: typestr {typestr!r} needs an explicit dtype (bf16 has no typestr)")
-    return cai["data"][0], tuple(cai["shape"]), code
+    return ptr, tuple(cai["shape"]), code
+
+
+def _ptr(desc):
+    return desc[0] if desc else None
 
 
 def _rows(desc, name):
@@ -228,27 +244,10 @@ def _nbytes(t):
 
 def _buffer(t, name, need):
     """The pointer of a quantized output or scale buffer: CUDA, contiguous, at least `need` bytes."""
-    if t is None:
-        return None
-    desc_ptr = t.data_ptr() if hasattr(t, "data_ptr") else t.__cuda_array_interface__["data"][0]
-    if hasattr(t, "is_cuda"):
-        if not t.is_cuda:
-            raise ValueError(f"{name} is not a CUDA tensor")
-        if not t.is_contiguous():
-            raise ValueError(f"{name} is not contiguous")
-    elif t.__cuda_array_interface__.get("strides") is not None:
-        raise ValueError(f"{name} is not contiguous (strides given)")
-    if _nbytes(t) < need:
+    ptr = _cuda_pointer(t, name)
+    if ptr is not None and _nbytes(t) < need:
         raise ValueError(f"{name} holds {_nbytes(t)} bytes, the output needs {need} (quant_buffer_bytes)")
-    return desc_ptr
-
-
-def _pointer(t):
-    if t is None:
-        return None
-    if hasattr(t, "data_ptr"):
-        return t.data_ptr()
-    return t.__cuda_array_interface__["data"][0]
+    return ptr
 
 
 def _norm_args(input, residual_in, residual_out, gamma, norm_out, eps, options, dtype):
@@ -262,9 +261,8 @@ def _norm_args(input, residual_in, residual_out, gamma, norm_out, eps, options, 
         raise ValueError(f"gamma must be a [{hidden}] tensor of the input's dtype")
     a = _NormArgs()
     library.arfusion_norm_args_init(ctypes.byref(a))
-    ptr = {n: desc[0] if desc else None for n, desc in d.items()}
-    a.input, a.residual_in, a.residual_out = x[0], ptr["residual_in"], ptr["residual_out"]
-    a.gamma, a.norm_out, a.tokens, a.hidden, a.dtype, a.eps = g[0], ptr["norm_out"], tokens, hidden, x[2], float(eps)
+    a.input, a.residual_in, a.residual_out = x[0], _ptr(d["residual_in"]), _ptr(d["residual_out"])
+    a.gamma, a.norm_out, a.tokens, a.hidden, a.dtype, a.eps = g[0], _ptr(d["norm_out"]), tokens, hidden, x[2], float(eps)
     if options is not None:
         a.gemma = int(bool(options.gemma))
         a.quant_format = _lookup(QUANT_FORMATS, options.quant, "quant")
@@ -393,19 +391,20 @@ def _handle(comm):
 
 
 def allreduce(comm, input, out, dtype=None, stream=None):
-    x = _describe(input, "input", dtype)
-    _same(_describe(out, "out", dtype), x, "out", "input")
+    x, o = _describe(input, "input", dtype), _describe(out, "out", dtype)
+    _same(o, x, "out", "input")
     tokens, hidden = _rows(x, "input")
-    _check(library.arfusion_allreduce(_handle(comm), x[0], _pointer(out), tokens, hidden, x[2], _stream(stream)))
+    _check(library.arfusion_allreduce(_handle(comm), x[0], _ptr(o), tokens, hidden, x[2], _stream(stream)))
 
 
 def allreduce_add(comm, input, residual_in, residual_out, dtype=None, stream=None):
     x = _describe(input, "input", dtype)
-    for t, n in ((residual_in, "residual_in"), (residual_out, "residual_out")):
-        _same(_describe(t, n, dtype), x, n, "input")
+    r_in, r_out = _describe(residual_in, "residual_in", dtype), _describe(residual_out, "residual_out", dtype)
+    _same(r_in, x, "residual_in", "input")
+    _same(r_out, x, "residual_out", "input")
     tokens, hidden = _rows(x, "input")
-    _check(library.arfusion_allreduce_add(_handle(comm), x[0], _pointer(residual_in), _pointer(residual_out), tokens, hidden,
-                                          x[2], _stream(stream)))
+    _check(library.arfusion_allreduce_add(_handle(comm), x[0], _ptr(r_in), _ptr(r_out), tokens, hidden, x[2],
+                                          _stream(stream)))
 
 
 def allreduce_add_rmsnorm(comm, input, residual_in, residual_out, gamma, norm_out, eps=1e-6, options=None, dtype=None,
