@@ -179,7 +179,7 @@ class WorldSizeOne(unittest.TestCase):
             case.check(f"world 1 {fmt}", bitwise_chain=True, quants=[q], chain_quant=Quant(fmt, layout, case.tokens, 0x55))
 
     def test_compiled_equals_eager(self):
-        def block(comm, x, residual, gamma, res_out, norm_out):
+        def block(comm, x, residual, res_out, gamma, norm_out):
             torch.ops.arfusion.allreduce_add_rmsnorm(comm, x * 2.0, residual, res_out, gamma, norm_out, None, None, EPS)
             return norm_out.float() + 1.0
 
@@ -284,7 +284,7 @@ class LocalGroups(unittest.TestCase):
         world = 2
         comms, streams = self.group(world)
 
-        def block(comm, x, residual, gamma, res_out, norm_out):
+        def block(comm, x, residual, res_out, gamma, norm_out):
             torch.ops.arfusion.allreduce_add_rmsnorm(comm, x, residual, res_out, gamma, norm_out, None, None, EPS)
             return norm_out.float() * 0.5
 
