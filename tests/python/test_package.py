@@ -1,6 +1,8 @@
 """The Python package on a machine without a GPU: it loads the library, names and sizes agree with
 the C ABI, and bad input raises before anything runs (ValueError/TypeError in Python, arfusion.Error
 with the library's message from C). Run by ctest (entry `python`) with the build tree's package."""
+import ast
+import os
 import unittest
 
 import arfusion
@@ -59,6 +61,24 @@ class Package(unittest.TestCase):
             arfusion.add_rmsnorm(x, None, FakeCuda((4, 4096)), FakeCuda((4096,)), FakeCuda((4, 4096)))
         self.assertEqual(e.exception.status, 1)
         self.assertIn("null", e.exception.message)
+
+    def test_custom_ops_take_every_output_without_a_default(self):
+        # torch (absent here) finds a mutated argument by its position in the call: one left to a
+        # default is not there, and every call without it fails inside torch. Read from the source.
+        path = os.path.join(os.path.dirname(arfusion.__file__), "torch_ops.py")
+        tree = ast.parse(open(path).read())
+        ops = 0
+        for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+            for deco in fn.decorator_list:
+                if not (isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "custom_op"):
+                    continue
+                ops += 1
+                mutated = next(ast.literal_eval(k.value) for k in deco.keywords if k.arg == "mutates_args")
+                args = [a.arg for a in fn.args.args]
+                required = args[:len(args) - len(fn.args.defaults)]
+                for name in mutated:
+                    self.assertIn(name, required, f"{fn.name}: the output {name} must be a required argument")
+        self.assertEqual(ops, 4)
 
 
 if __name__ == "__main__":
