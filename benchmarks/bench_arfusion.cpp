@@ -13,8 +13,9 @@
 // Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
 // Single-GPU families (d2d_copy, add_rmsnorm and its quantized variants) report HBM bandwidth and
 // pct_of_copy, their bandwidth over a same-run device-to-device copy of the same traffic; families
-// with a quantized output (_fp8, _fp8-token, _fp8-group, _nvfp4) report cost_vs_plain, their time
-// over the same family's without it. On one GPU the collectives are replaced by local2_* families:
+// with a quantized output (_fp8, _fp8-token, _fp8-group, _nvfp4) or Gemma weights (_gemma: the
+// extended epilogue without a quantized output) report cost_vs_plain, their time over the same
+// family's plain one. On one GPU the collectives are replaced by local2_* families:
 // two ranks sharing the GPU (the cost of a feature, not the link).
 // Exit 0 when every benchmark ran, 1 when any errored (its row says why), 77 without a GPU.
 #include <benchmark/benchmark.h>
@@ -79,6 +80,7 @@ struct Family {
   Path path;
   Op op;
   arfusion::QuantFormat quant;
+  bool gemma = false;  // Gemma weights: the extended epilogue without a quantized output
 };
 
 void run(benchmark::State& state, Family f) {
@@ -91,7 +93,7 @@ void run(benchmark::State& state, Family f) {
   }
   arfbench::Timing t;
   for (auto _ : state) {
-    t = g.time(f.path, f.op, d, tokens, hidden, f.quant);
+    t = g.time(f.path, f.op, d, tokens, hidden, f.quant, f.gemma);
     if (!t.error.empty()) {
       skipWithError(state, t.error);
       return;
@@ -116,7 +118,7 @@ void run(benchmark::State& state, Family f) {
   const bool reference = f.path == Path::kNcclPath || f.path == Path::kNcclAllReduce;
   if (collective && reference && f.quant == arfusion::QuantFormat::kNone) g_nccl_us[key] = t.us;
   if (auto it = g_nccl_us.find(key); collective && !reference && it != g_nccl_us.end()) state.counters["speedup_vs_nccl"] = it->second / t.us;
-  if (f.quant == arfusion::QuantFormat::kNone) g_plain_us[{f.base, key}] = t.us;
+  if (f.quant == arfusion::QuantFormat::kNone && !f.gemma) g_plain_us[{f.base, key}] = t.us;
   else if (auto it = g_plain_us.find({f.base, key}); it != g_plain_us.end()) state.counters["cost_vs_plain"] = t.us / it->second;
   if (f.path == Path::kPeerStore) g_peer_gbs[bytes] = bytes / (t.us * 1e-6) / 1e9;
   if (auto it = g_peer_gbs.find(bytes); collective && it != g_peer_gbs.end())
@@ -144,9 +146,11 @@ void add(const Family& f, const Shapes& shapes) {
   for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
   b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 }
-// A family and its quantized variants (every format), registered in that order.
+// A family, its Gemma variant (the extended epilogue alone) and its quantized variants (every
+// format), registered in that order.
 void addWithQuant(const std::string& name, Where w, Path p, const Shapes& plain, const Shapes& quant) {
   add({name, name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, plain);
+  add({name + "_gemma", name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone, true}, quant);
   for (arfusion::QuantFormat q : kFormats)
     add({name + "_" + arfusion::toString(q), name, w, p, Op::kAllReduceAddRMSNorm, q}, quant);
 }

@@ -182,7 +182,8 @@ std::string timeOnce(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const std::
   return "";
 }
 
-Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, arfusion::QuantFormat quant) {
+Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, arfusion::QuantFormat quant,
+                    bool gemma) {
   const bool eager = false;
   Timing out;
   if (!error_.empty()) {
@@ -240,18 +241,18 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
   if (out.error.empty()) {
     const arfusion::SyncMode sync = path == Path::kOneShotFlag ? arfusion::SyncMode::kFlagBarrier : arfusion::SyncMode::kAuto;
     if (path == Path::kAuto || path == Path::kOneShot || path == Path::kOneShotFlag || path == Path::kTwoShot)
-      out.plan = planOf(op, d, tokens, hidden, strat, sync, quant != arfusion::QuantFormat::kNone);
+      out.plan = planOf(op, d, tokens, hidden, strat, sync, quant != arfusion::QuantFormat::kNone || gemma);
     onAll([&](int r) {
       cudaStream_t s = streams_[r];
       void *in = bufs[r][0], *res = bufs[r][1], *res_out = bufs[r][2], *g = bufs[r][3], *o = bufs[r][4];
       arfusion::commSetStrategy(comms_[r], strat, sync);
-      arfusion::NormArgs na;  // the fused op with a quantized output
+      arfusion::NormArgs na;  // the fused op with a quantized output or Gemma weights
       na.input = in, na.residual_in = res, na.residual_out = res_out, na.gamma = g, na.norm_out = o;
-      na.tokens = tokens, na.hidden = hidden, na.dtype = d;
+      na.tokens = tokens, na.hidden = hidden, na.dtype = d, na.gemma = gemma;
       na.quant.format = quant, na.quant.layout = benchLayout(quant);
       na.quant.values = bufs[r][5], na.quant.scales = q_scales ? bufs[r][6] : nullptr;
       na.quant.scale = static_cast<const float*>(bufs[r][7]);
-      const bool with_quant = quant != arfusion::QuantFormat::kNone && op == arfusion::Op::kAllReduceAddRMSNorm;
+      const bool with_quant = (quant != arfusion::QuantFormat::kNone || gemma) && op == arfusion::Op::kAllReduceAddRMSNorm;
       auto one = [&]() -> bool {
         arfusion::Status st = arfusion::Status::kSuccess;
         switch (path) {

@@ -64,9 +64,10 @@ class Group {
   std::string deviceName() const;
   bool local() const { return local_; }
   // Times one path. op applies to the fused paths and the NCCL path; quant (the fused op only) adds
-  // a quantized output (benchLayout) to the fused paths, the NCCL path and the single-GPU kernel.
+  // a quantized output (benchLayout) to the fused paths, the NCCL path and the single-GPU kernel;
+  // gemma (the fused op only) takes Gemma weights, the extended epilogue without a quantized output.
   Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
-              arfusion::QuantFormat quant = arfusion::QuantFormat::kNone);
+              arfusion::QuantFormat quant = arfusion::QuantFormat::kNone, bool gemma = false);
   // The plan rank 0 makes for this shape under strategy/sync (default: Auto's pick); "?" if refused.
   std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
                      arfusion::Strategy strategy = arfusion::Strategy::kAuto, arfusion::SyncMode sync = arfusion::SyncMode::kAuto,
