@@ -148,7 +148,7 @@ void add(const Family& f, const Shapes& shapes) {
 }
 // A family, its Gemma variant (the extended epilogue alone) and its quantized variants (every
 // format), registered in that order.
-void addWithQuant(const std::string& name, Where w, Path p, const Shapes& plain, const Shapes& quant) {
+void addWithOptions(const std::string& name, Where w, Path p, const Shapes& plain, const Shapes& quant) {
   add({name, name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, plain);
   add({name + "_gemma", name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone, true}, quant);
   for (arfusion::QuantFormat q : kFormats)
@@ -170,22 +170,22 @@ void registerAll(int gpus) {
   }
   // Single GPU: the copy of the same traffic first, then the add-RMSNorm kernel, plain and quantized.
   add({"d2d_copy", "d2d_copy", Where::kSingle, Path::kCopy, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, gpus >= 2 ? anchors : bf);
-  addWithQuant("add_rmsnorm", Where::kSingle, Path::kAddRMSNorm, gpus >= 2 ? anchors : bf, bf);
+  addWithOptions("add_rmsnorm", Where::kSingle, Path::kAddRMSNorm, gpus >= 2 ? anchors : bf, bf);
   if (gpus >= 2) {
-    addWithQuant("nccl_path_fused", Where::kAllGpus, Path::kNcclPath, anchors, quant_pair);
+    addWithOptions("nccl_path_fused", Where::kAllGpus, Path::kNcclPath, anchors, quant_pair);
     add({"oneshot_fused", "oneshot_fused", Where::kAllGpus, Path::kOneShot, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, anchors);
     add({"twoshot_fused", "twoshot_fused", Where::kAllGpus, Path::kTwoShot, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, anchors);
     add({"oneshot_flag_fused", "oneshot_flag_fused", Where::kAllGpus, Path::kOneShotFlag, Op::kAllReduceAddRMSNorm,
          arfusion::QuantFormat::kNone}, anchors);
-    addWithQuant("auto_fused", Where::kAllGpus, Path::kAuto, anchors, quant_pair);
+    addWithOptions("auto_fused", Where::kAllGpus, Path::kAuto, anchors, quant_pair);
     add({"oneshot_allreduce", "oneshot_allreduce", Where::kAllGpus, Path::kOneShot, Op::kAllReduce, arfusion::QuantFormat::kNone}, anchors);
     add({"twoshot_allreduce", "twoshot_allreduce", Where::kAllGpus, Path::kTwoShot, Op::kAllReduce, arfusion::QuantFormat::kNone}, anchors);
   } else {
     // One GPU: two ranks sharing it, a fused call with and without a quantized output (the cost of
     // the feature; the link is not measured).
     const Shapes local = {{1, 4096, 1}, {16, 8192, 1}, {128, 8192, 1}, {512, 8192, 1}, {2048, 8192, 1}};
-    addWithQuant("local2_oneshot_fused", Where::kLocal2, Path::kOneShot, local, local);
-    addWithQuant("local2_twoshot_fused", Where::kLocal2, Path::kTwoShot, local, local);
+    addWithOptions("local2_oneshot_fused", Where::kLocal2, Path::kOneShot, local, local);
+    addWithOptions("local2_twoshot_fused", Where::kLocal2, Path::kTwoShot, local, local);
   }
 }
 

@@ -252,14 +252,14 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
       na.quant.format = quant, na.quant.layout = benchLayout(quant);
       na.quant.values = bufs[r][5], na.quant.scales = q_scales ? bufs[r][6] : nullptr;
       na.quant.scale = static_cast<const float*>(bufs[r][7]);
-      const bool with_quant = (quant != arfusion::QuantFormat::kNone || gemma) && op == arfusion::Op::kAllReduceAddRMSNorm;
+      const bool extended = (quant != arfusion::QuantFormat::kNone || gemma) && op == arfusion::Op::kAllReduceAddRMSNorm;
       auto one = [&]() -> bool {
         arfusion::Status st = arfusion::Status::kSuccess;
         switch (path) {
           case Path::kNcclAllReduce:
             return ncclAllReduce(in, o, count, nt, ncclSum, nccl_[r], s) == ncclSuccess;
           case Path::kAddRMSNorm:
-            st = with_quant ? arfusion::addRMSNorm(na, s) : arfusion::addRMSNorm(in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
+            st = extended ? arfusion::addRMSNorm(na, s) : arfusion::addRMSNorm(in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
             break;
           case Path::kCopy:
             return cudaMemcpyAsync(bufs[r][9], bufs[r][8], copy_bytes, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
@@ -271,7 +271,7 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
           default:
             if (op == arfusion::Op::kAllReduce) st = arfusion::allReduce(comms_[r], in, o, tokens, hidden, d, s);
             else if (op == arfusion::Op::kAllReduceAdd) st = arfusion::allReduceAdd(comms_[r], in, res, res_out, tokens, hidden, d, s);
-            else if (with_quant) st = arfusion::allReduceAddRMSNorm(comms_[r], na, s);
+            else if (extended) st = arfusion::allReduceAddRMSNorm(comms_[r], na, s);
             else st = arfusion::allReduceAddRMSNorm(comms_[r], in, res, res_out, g, o, tokens, hidden, d, 1e-6f, s);
         }
         if (st != arfusion::Status::kSuccess) errs[r] = arfusion::lastError();

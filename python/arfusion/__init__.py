@@ -160,12 +160,16 @@ def _torch_dtype_code(t):
     return codes[t.dtype]
 
 
+def _is_torch(t):
+    return hasattr(t, "data_ptr") and hasattr(t, "is_cuda")
+
+
 def _cuda_pointer(t, name):
     """The device pointer of a torch tensor or __cuda_array_interface__ object, checked to be on
     the GPU and contiguous; None stays None."""
     if t is None:
         return None
-    if hasattr(t, "data_ptr") and hasattr(t, "is_cuda"):  # torch
+    if _is_torch(t):
         if not t.is_cuda:
             raise ValueError(f"{name} is not a CUDA tensor")
         if not t.is_contiguous():
@@ -184,7 +188,7 @@ def _describe(t, name, dtype=None):
     ptr = _cuda_pointer(t, name)
     if ptr is None:
         return None
-    if hasattr(t, "data_ptr") and hasattr(t, "is_cuda"):  # torch
+    if _is_torch(t):
         return ptr, tuple(t.shape), _torch_dtype_code(t)
     cai = t.__cuda_array_interface__
     typestr = cai["typestr"]
@@ -245,8 +249,8 @@ def _nbytes(t):
 def _buffer(t, name, need):
     """The pointer of a quantized output or scale buffer: CUDA, contiguous, at least `need` bytes."""
     ptr = _cuda_pointer(t, name)
-    if ptr is not None and _nbytes(t) < need:
-        raise ValueError(f"{name} holds {_nbytes(t)} bytes, the output needs {need} (quant_buffer_bytes)")
+    if ptr is not None and (have := _nbytes(t)) < need:
+        raise ValueError(f"{name} holds {have} bytes, the output needs {need} (quant_buffer_bytes)")
     return ptr
 
 

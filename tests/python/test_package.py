@@ -66,7 +66,8 @@ class Package(unittest.TestCase):
         # torch (absent here) finds a mutated argument by its position in the call: one left to a
         # default is not there, and every call without it fails inside torch. Read from the source.
         path = os.path.join(os.path.dirname(arfusion.__file__), "torch_ops.py")
-        tree = ast.parse(open(path).read())
+        with open(path) as f:
+            tree = ast.parse(f.read())
         ops = 0
         for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
             for deco in fn.decorator_list:
