@@ -271,6 +271,7 @@ struct RowEpilogue {
   }
   // The FP8 static scale or the NVFP4 global scale (device memory), 0 for the other formats.
   __device__ __forceinline__ static float quantScaleIn(const RowArgs& a) {
+    if constexpr (kOnlyFormat == kQuantNone || kOnlyFormat == kQuantFp8PerToken || kOnlyFormat == kQuantFp8PerGroup) return 0.f;
     return a.quant == kQuantFp8 || a.quant == kQuantNvfp4 ? *a.q_scale_in : 0.f;
   }
   // norm_out of one pack with the option of Gemma weights: T(z * scale * (1 + gamma)).
@@ -289,6 +290,12 @@ struct RowEpilogue {
     return m;
   }
   __device__ __forceinline__ static float warpMax(float m) { return groupMax<32>(m); }
+  template <int L>
+  __device__ __forceinline__ static uint32_t groupMaxBits(uint32_t m) {
+#pragma unroll
+    for (int off = L / 2; off >= 1; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+    return m;
+  }
   // The maximum over the block (or over half of it, on its own barrier), on every thread; leaves
   // sh.partial free for the next row.
   __device__ __forceinline__ static float blockMax(Shared& sh, float m) {
@@ -357,9 +364,12 @@ struct RowEpilogue {
   //     consecutive words: one token's 127 padding rows, written by rows of words scattered over
   //     every 512-byte tile, took one block several microseconds of uncoalesced stores.
   __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
-    const bool ue8m0 = a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutUE8M0Packed;
-    const bool colmajor = a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutColumnMajor;
-    const bool swizzled = a.quant == kQuantNvfp4 && a.scale_layout == kLayoutSwizzled128x4;
+    // The single-format kernels compile their own format's layouts only.
+    constexpr bool kGroups = kOnlyFormat == kAnyQuant || kOnlyFormat == kQuantFp8PerGroup;
+    constexpr bool kBlocks = kOnlyFormat == kAnyQuant || kOnlyFormat == kQuantNvfp4;
+    const bool ue8m0 = kGroups && a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutUE8M0Packed;
+    const bool colmajor = kGroups && a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutColumnMajor;
+    const bool swizzled = kBlocks && a.quant == kQuantNvfp4 && a.scale_layout == kLayoutSwizzled128x4;
     if (!ue8m0 && !colmajor && !swizzled) return;
     // 32-bit arithmetic: a scale buffer's rows and words are far below 2^31.
     const int r0 = static_cast<int>(row), tokens = static_cast<int>(a.q_tokens), rows = static_cast<int>(a.scale_rows);
@@ -442,19 +452,18 @@ struct RowEpilogue {
       auto x = [&](int e) { return active ? toFloat(o[k].v[e]) : 0.f; };
       if constexpr (kFormat == kQuantNvfp4) {
         constexpr int L = kNvfp4BlockSize / VEC;  // lanes per 16-element block
-        float m = 0.f;
-        bool nan = false;
+        // The block's absolute maximum and whether it holds a NaN in one integer maximum of the
+        // magnitudes' bits (they order as the values do, and every NaN lies above infinity).
+        uint32_t mbits = 0;
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(x(e))), nan |= x(e) != x(e);
-        m = groupMax<L>(m);
-        nan = groupMax<L>(nan ? 1.f : 0.f) != 0.f;
-        const Nvfp4Block blk = nvfp4Block(m, nan, row_scale);
+        for (int e = 0; e < VEC; ++e) mbits = max(mbits, floatBits(x(e)) & 0x7fffffffu);
+        mbits = groupMaxBits<L>(mbits);
+        const Nvfp4Block blk = nvfp4Block(bitsFloat(mbits), mbits > 0x7f800000u, row_scale);
         if (active) {
           if (i % L == 0) storeBlockScale(a, row, i / L, blk.sf);
           uint8_t b[VEC / 2];
 #pragma unroll
-          for (int e = 0; e < VEC; e += 2)
-            b[e / 2] = static_cast<uint8_t>(e2m1FromFloat(x(e) * blk.inv) | e2m1FromFloat(x(e + 1) * blk.inv) << 4);
+          for (int e = 0; e < VEC; e += 2) b[e / 2] = e2m1x2FromFloat(x(e) * blk.inv, x(e + 1) * blk.inv);
           storeBytes(q + i * (VEC / 2), b);
         }
       } else {
@@ -469,10 +478,10 @@ struct RowEpilogue {
           if (active && i % L == 0) storeGroupScale(a, row, i / L, s);
         }
         if (active) {
-          uint8_t b[VEC];
+          uint16_t b[VEC / 2];  // two E4M3 values each, the lower element in the low byte
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) b[e] = e4m3FromFloat(x(e) * inv);
-          storeBytes(q + i * VEC, b);
+          for (int e = 0; e < VEC; e += 2) b[e / 2] = e4m3x2FromFloat(x(e) * inv, x(e + 1) * inv);
+          storeBytes(q + i * VEC, reinterpret_cast<const uint8_t(&)[VEC]>(b));
         }
       }
     }

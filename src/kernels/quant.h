@@ -52,14 +52,8 @@ ARF_HD float bitsFloat(uint32_t b) {
 // fp32 -> FP8 E4M3 (the OCP "fn" variant: bias 7, no infinities, NaN = S.1111.111, largest 448),
 // rounded to nearest, ties to even, saturating: every value of magnitude >= 448, infinities
 // included, becomes +-448; NaN stays NaN (0x7f with the input's sign); -0.0 becomes 0x80.
-ARF_HD uint8_t e4m3FromFloat(float x) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
-  // SM90: the conversion instruction (cvt.rn.satfinite.e4m3x2.f32), proven bit-equal to the code
-  // below on every bf16 and fp16 value and 2^24 fp32 samples by Quant.DeviceConversionsMatchTheReference
-  // on an H100. NaN is handled here so that its sign is kept as below.
-  if (x != x) return static_cast<uint8_t>((floatBits(x) >> 24) & 0x80u) | 0x7f;
-  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
-#endif
+// The arithmetic, on the host and on every arch but SM90 (e4m3FromFloat below).
+ARF_HD uint8_t e4m3Arithmetic(float x) {
   const uint32_t b = floatBits(x);
   const uint8_t sign = static_cast<uint8_t>((b >> 24) & 0x80u);
   const uint32_t abs = b & 0x7fffffffu;
@@ -76,6 +70,24 @@ ARF_HD uint8_t e4m3FromFloat(float x) {
   return sign | static_cast<uint8_t>(e << 3 | keep);
 }
 
+// Two values to E4M3, lo in the low byte: the epilogue converts a pack's pairs. SM90: the
+// conversion instruction (cvt.rn.satfinite.e4m3x2.f32), one for both values; it writes every NaN
+// as 0x7f, and OR-ing in each input's sign bit gives e4m3Arithmetic's code for every input (every
+// other result already carries its input's sign). Proven bit-equal to e4m3Arithmetic, in both
+// bytes, on every bf16 and fp16 value and 2^24 fp32 samples by Quant.DeviceConversionsMatchTheReference
+// on an H100.
+ARF_HD uint16_t e4m3x2FromFloat(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+  const uint16_t q = static_cast<uint16_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+  return static_cast<uint16_t>(q | ((floatBits(lo) >> 24) & 0x80u) | ((floatBits(hi) >> 16) & 0x8000u));
+#else
+  return static_cast<uint16_t>(e4m3Arithmetic(lo) | e4m3Arithmetic(hi) << 8);
+#endif
+}
+
+// One value to E4M3 (e4m3Arithmetic's code, through the instruction on SM90).
+ARF_HD uint8_t e4m3FromFloat(float x) { return static_cast<uint8_t>(e4m3x2FromFloat(x, 0.f)); }
+
 // FP8 E4M3 -> fp32 (exact).
 ARF_HD float e4m3ToFloat(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24, e = (c >> 3) & 15, m = c & 7;
@@ -86,13 +98,25 @@ ARF_HD float e4m3ToFloat(uint8_t c) {
 
 // fp32 -> FP4 E2M1 (bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6), rounded to nearest, ties to even,
 // saturating at +-6; E2M1 has no NaN: NaN becomes +6 (0x7). The sign is bit 3.
+// Integer arithmetic on the bits, a dozen instructions (the quantizer's cost per element): below 1
+// the codes 0, 1, 2 are rint(2|x|), one fused multiply-add onto 2^23 rounding it once, to even;
+// from 1 up, the code is the biased exponent and one mantissa bit, 2e + m - 252, rounded to even by
+// adding 0x1fffff plus the kept bit below the cut (a carry into the exponent is the next binade),
+// and saturated at code 7.
 ARF_HD uint8_t e2m1FromFloat(float x) {
   const uint32_t b = floatBits(x);
-  if ((b & 0x7fffffffu) > 0x7f800000u) return 0x7;
-  const uint8_t sign = static_cast<uint8_t>((b >> 28) & 0x8u);
-  const float a = bitsFloat(b & 0x7fffffffu);
-  const uint8_t code = a <= 0.25f ? 0 : a < 0.75f ? 1 : a <= 1.25f ? 2 : a < 1.75f ? 3 : a <= 2.5f ? 4 : a < 3.5f ? 5 : a <= 5.f ? 6 : 7;
-  return sign | code;
+  const uint32_t abs = b & 0x7fffffffu;
+  // Both candidates, then a select: no branch for a warp whose values straddle 1 to diverge on.
+  const uint32_t below_one = floatBits(fmaf(bitsFloat(abs), 2.f, 8388608.f)) - 0x4b000000u;  // rint(2|x|)
+  const uint32_t v = (abs + 0x1fffffu + ((abs >> 22) & 1u)) >> 22;
+  const uint32_t from_one = (v < 259u ? v : 259u) - 252u;
+  const uint32_t code = ((b >> 28) & 0x8u) | (abs < 0x3f800000u ? below_one : from_one);
+  return static_cast<uint8_t>(abs > 0x7f800000u ? 0x7u : code);
+}
+
+// Two values, lo in bits 0-3 and hi in bits 4-7: a byte of packed E2M1 values.
+ARF_HD uint8_t e2m1x2FromFloat(float lo, float hi) {
+  return static_cast<uint8_t>(e2m1FromFloat(lo) | e2m1FromFloat(hi) << 4);
 }
 
 ARF_HD float e2m1ToFloat(uint8_t c) {

@@ -39,6 +39,15 @@ TEST(Quant, ConversionsGiveTheNearestCodeTiesToEven) {
   EXPECT_EQ(e4m3FromFloat(1.f / 1024), 0x00);  // half of it: a tie, to even (0)
   EXPECT_EQ(e2m1FromFloat(0.75f), 0x2);        // a tie between 0.5 and 1: to even (1.0)
   EXPECT_EQ(e2m1FromFloat(-7.f), 0xf);
+  EXPECT_EQ(e2m1FromFloat(-NAN), 0x7);         // E2M1 has no NaN: +6, whatever the sign
+  EXPECT_EQ(e2m1FromFloat(1.25f), 0x2);        // ties to even from 1 up: 1.0, 2.0, 2.0, 4.0, 4.0
+  EXPECT_EQ(e2m1FromFloat(1.75f), 0x4);
+  EXPECT_EQ(e2m1FromFloat(2.5f), 0x4);
+  EXPECT_EQ(e2m1FromFloat(3.5f), 0x6);
+  EXPECT_EQ(e2m1FromFloat(5.f), 0x6);
+  // The pair conversions the epilogue calls: the first value in the low byte (nibble).
+  EXPECT_EQ(e4m3x2FromFloat(1.f, -448.f), 0xfe38);
+  EXPECT_EQ(e2m1x2FromFloat(6.f, -0.5f), 0x97);
 }
 
 TEST(Quant, E4M3DecodesEveryCodeExactly) {

@@ -24,11 +24,22 @@ __global__ void perturbKernel(uint32_t* p, size_t words) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x)
     p[i] ^= 0x00010001u;
 }
-// The library's conversions (src/kernels/quant.h) as compiled for the device, element by element.
+// The library's conversions (src/kernels/quant.h) as compiled for the device, as the epilogue calls
+// them: in pairs (elements 2j and 2j + 1), so every input goes through both halves of the pair
+// conversions once its neighbour's turn comes (an odd last element pairs with itself). E4M3 also
+// through the one-value conversion (the NVFP4 block scale's): where it disagrees with the pair's
+// byte, the output is that byte with its low bit flipped, so the comparison fails.
 __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n) {
+  using namespace arfusion::detail;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    e4m3[i] = arfusion::detail::e4m3FromFloat(in[i]);
-    e2m1[i] = arfusion::detail::e2m1FromFloat(in[i]);
+    const size_t j = i & ~size_t(1);
+    const float lo = in[j], hi = j + 1 < n ? in[j + 1] : in[j];
+    const bool high = i != j;
+    const uint16_t q = e4m3x2FromFloat(lo, hi);
+    const uint8_t mine = static_cast<uint8_t>(high ? q >> 8 : q);
+    e4m3[i] = e4m3FromFloat(in[i]) == mine ? mine : static_cast<uint8_t>(mine ^ 1u);
+    const uint8_t nibbles = e2m1x2FromFloat(lo, hi);
+    e2m1[i] = static_cast<uint8_t>(high ? nibbles >> 4 : nibbles & 15u);
   }
 }
 // Launched by nothing but loadingProbe(): whether it is loaded says how this process loads kernels.
