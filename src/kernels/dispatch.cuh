@@ -172,7 +172,7 @@ auto kernelForWorld(int world, Pick&& pick) {
 //   static constexpr bool kWorldTwo;     // whether it has kernels compiled for two ranks
 // giving the kernel of a variant, sync mode, row layout (one block per row, or a cluster) and world
 // size (kernels for two ranks where kWorldTwo, else one for every size); extended-epilogue variants
-// (kExt) have neither clusters nor held operands.
+// (kExt) have no clusters.
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
 // the kernels the launches use; kParts, the epilogues of the calling translation unit.
 template <typename Family, Epilogues kParts>
@@ -182,8 +182,8 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
     using V = decltype(v);
     // One row per unit of an op with a residual: the one-shot's kernel that holds the row's
     // operands (oneshot.cuh). The same vectors, order and protocol as the other, so it changes no
-    // wait: ranks need not agree on it. (Not in the extended epilogue, whose residual may be null.)
-    const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce && !V::ext;
+    // wait: ranks need not agree on it.
+    const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
     // The world size is the communicator's: every rank launches the same kind of kernel.
     const auto kernel =
         Family::template kernel<typename V::type, V::vec, V::vpt, V::ext>(launch.sync, launch.row_blocks > 1, held, comm.world);
@@ -200,7 +200,7 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
         if (cluster && !Family::kClusterRows) continue;
         if (cluster && V::ext) continue;
         for (bool held : {false, true}) {
-          if (held && (!Family::kHeldOperands || V::ext)) continue;
+          if (held && !Family::kHeldOperands) continue;
           for (int world : kKernelWorlds) {
             if (world == 2 && !Family::kWorldTwo) continue;
             const cudaError_t e =

@@ -92,14 +92,15 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 // kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel, launched
 // only for units of one row (R == 1) of an op that reads a residual (dispatch.cuh launchFamily).
 // kWorld: 2 for the kernels of two-rank communicators, 0 for any world size. kExt: the extended
-// epilogue (one block per row, no held operands).
+// epilogue (one block per row; held operands at one vector per thread, a null residual_in held as
+// zeros).
 template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld, bool kExt>
 // One block per SM, so ptxas may use every register (at its default it spilled 156-364 bytes per
 // thread); a cluster kernel's blocks have half the threads or fewer, hence twice the registers.
 __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
-  static_assert(!kExt || (!kHeld && !kCluster), "the extended epilogue: one block per row, operands loaded as usual");
+  static_assert(!kExt || !kCluster, "the extended epilogue: one block per row");
   using Epi = RowEpilogue<T, VEC, kVpt, true, kExt>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
@@ -162,7 +163,8 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
         const int64_t i = tid + int64_t(k) * kThreads;
         if (i < nvec) {
           mine[k] = lamportSanitize(loadPack<T, VEC>(in + row0 * a.hidden + i * VEC));
-          hres[k] = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC);
+          if (kExt && !a.residual_in) memset(&hres[k], 0, sizeof(P));  // the extended epilogue's null residual: zero
+          else hres[k] = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC);
           if (a.op == Op::kAllReduceAddRMSNorm) hgam[k] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
         }
       }
@@ -244,11 +246,13 @@ struct OneShot {
   template <typename T, int VEC, int kVpt, int kWorld, bool kExt>
   static auto lamport(bool cluster, bool held) {
     constexpr SyncMode G = SyncMode::kGridDependency;
-    if constexpr (!kExt) {
+    if constexpr (!kExt)
       if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld, false>;  // holds operands by a branch
-      if constexpr (kVpt <= 2)
-        if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, false>;
-    }
+    // The extended epilogue holds the operands of rows of one vector per thread only: at two its
+    // registers spilled (128-190 bytes) and 128 x 8192 bf16 calls ran up to 11% slower (H100, a
+    // local group of two), while one token of 4096 took 24% less time.
+    if constexpr (kVpt <= (kExt ? 1 : 2))
+      if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, kExt>;
     return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld, kExt>;
   }
   template <typename T, int VEC, int kVpt, bool kExt = false>
