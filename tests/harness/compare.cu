@@ -25,21 +25,20 @@ __global__ void perturbKernel(uint32_t* p, size_t words) {
     p[i] ^= 0x00010001u;
 }
 // The library's conversions (src/kernels/quant.h) as compiled for the device, as the epilogue calls
-// them: in pairs (elements 2j and 2j + 1), so every input goes through both halves of the pair
-// conversions once its neighbour's turn comes (an odd last element pairs with itself). E4M3 also
-// through the one-value conversion (the NVFP4 block scale's): where it disagrees with the pair's
-// byte, the output is that byte with its low bit flipped, so the comparison fails.
+// them: in pairs. Each input is converted as the low and as the high value of a pair (beside its
+// neighbour), and E4M3 also alone (the NVFP4 block scale's conversion); the outputs are the low
+// value's codes, and where any two of a value's codes disagree the E2M1 output is 0xff, which no
+// reference code equals, so the comparison fails.
 __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n) {
   using namespace arfusion::detail;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const size_t j = i & ~size_t(1);
-    const float lo = in[j], hi = j + 1 < n ? in[j + 1] : in[j];
-    const bool high = i != j;
-    const uint16_t q = e4m3x2FromFloat(lo, hi);
-    const uint8_t mine = static_cast<uint8_t>(high ? q >> 8 : q);
-    e4m3[i] = e4m3FromFloat(in[i]) == mine ? mine : static_cast<uint8_t>(mine ^ 1u);
-    const uint8_t nibbles = e2m1x2FromFloat(lo, hi);
-    e2m1[i] = static_cast<uint8_t>(high ? nibbles >> 4 : nibbles & 15u);
+    const float x = in[i], other = in[(i ^ 1) < n ? (i ^ 1) : i];
+    const uint16_t q_lo = e4m3x2FromFloat(x, other), q_hi = e4m3x2FromFloat(other, x);
+    const uint8_t f_lo = e2m1x2FromFloat(x, other), f_hi = e2m1x2FromFloat(other, x);
+    const uint8_t q = static_cast<uint8_t>(q_lo), f = static_cast<uint8_t>(f_lo & 15u);
+    const bool agree = q == (q_hi >> 8) && q == e4m3FromFloat(x) && f == (f_hi >> 4);
+    e4m3[i] = q;
+    e2m1[i] = agree ? f : uint8_t(0xff);
   }
 }
 // Launched by nothing but loadingProbe(): whether it is loaded says how this process loads kernels.
