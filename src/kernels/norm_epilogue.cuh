@@ -269,10 +269,14 @@ struct RowEpilogue {
     memset(&z, 0, sizeof z);
     return z;
   }
+  // Whether the call's quantized format is f: false at compile time in a kernel of another format
+  // (kOnlyFormat), so its code for f is left out.
+  __device__ __forceinline__ static bool isFormat(const RowArgs& a, int f) {
+    return (kOnlyFormat == kAnyQuant || kOnlyFormat == f) && a.quant == f;
+  }
   // The FP8 static scale or the NVFP4 global scale (device memory), 0 for the other formats.
   __device__ __forceinline__ static float quantScaleIn(const RowArgs& a) {
-    if constexpr (kOnlyFormat == kQuantNone || kOnlyFormat == kQuantFp8PerToken || kOnlyFormat == kQuantFp8PerGroup) return 0.f;
-    return a.quant == kQuantFp8 || a.quant == kQuantNvfp4 ? *a.q_scale_in : 0.f;
+    return isFormat(a, kQuantFp8) || isFormat(a, kQuantNvfp4) ? *a.q_scale_in : 0.f;
   }
   // norm_out of one pack with the option of Gemma weights: T(z * scale * (1 + gamma)).
   __device__ __forceinline__ static P normalizedExt(const P& z, float scale, const P& g, bool gemma) {
@@ -282,20 +286,17 @@ struct RowEpilogue {
       o.v[e] = fromFloat<T>(toFloat(z.v[e]) * scale * (gemma ? 1.f + toFloat(g.v[e]) : toFloat(g.v[e])));
     return o;
   }
-  // The maximum over the L consecutive lanes of a group (L a power of two, aligned), on every lane.
-  template <int L>
-  __device__ __forceinline__ static float groupMax(float m) {
+  // The maximum over the L consecutive lanes of a group (L a power of two, aligned), on every lane:
+  // of floats (fmaxf: a NaN loses) or of unsigned bits.
+  __device__ __forceinline__ static float maxOf(float a, float b) { return fmaxf(a, b); }
+  __device__ __forceinline__ static uint32_t maxOf(uint32_t a, uint32_t b) { return max(a, b); }
+  template <int L, typename V>
+  __device__ __forceinline__ static V groupMax(V m) {
 #pragma unroll
-    for (int off = L / 2; off >= 1; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    for (int off = L / 2; off >= 1; off /= 2) m = maxOf(m, __shfl_xor_sync(0xffffffffu, m, off));
     return m;
   }
   __device__ __forceinline__ static float warpMax(float m) { return groupMax<32>(m); }
-  template <int L>
-  __device__ __forceinline__ static uint32_t groupMaxBits(uint32_t m) {
-#pragma unroll
-    for (int off = L / 2; off >= 1; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
-    return m;
-  }
   // The maximum over the block (or over half of it, on its own barrier), on every thread; leaves
   // sh.partial free for the next row.
   __device__ __forceinline__ static float blockMax(Shared& sh, float m) {
@@ -319,9 +320,11 @@ struct RowEpilogue {
     groupBarrier(barrier_id, kThreads / 2);
     return total;
   }
-  // VEC / D bytes of quantized values (a pack's FP8 bytes, D = 1, or its E2M1 nibbles, D = 2).
-  template <int N>
-  __device__ __forceinline__ static void storeBytes(uint8_t* p, const uint8_t (&b)[N]) {
+  // VEC / D bytes of quantized values (a pack's FP8 bytes, D = 1, or its E2M1 nibbles, D = 2), from
+  // an array of codes of any width (E4M3 pairs come as 16-bit words), one store.
+  template <typename C, int M>
+  __device__ __forceinline__ static void storeBytes(uint8_t* p, const C (&b)[M]) {
+    constexpr int N = M * int(sizeof(C));
     if constexpr (N == 8) {
       uint2 w;
       memcpy(&w, b, 8);
@@ -336,7 +339,7 @@ struct RowEpilogue {
       *reinterpret_cast<uint16_t*>(p) = w;
     } else {
       static_assert(N == 1, "a pack is 1-8 bytes once quantized");
-      *p = b[0];
+      memcpy(p, b, 1);
     }
   }
   // The scale of FP8 group g of `row` (per-group formats), in the call's layout.
@@ -364,12 +367,9 @@ struct RowEpilogue {
   //     consecutive words: one token's 127 padding rows, written by rows of words scattered over
   //     every 512-byte tile, took one block several microseconds of uncoalesced stores.
   __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
-    // The single-format kernels compile their own format's layouts only.
-    constexpr bool kGroups = kOnlyFormat == kAnyQuant || kOnlyFormat == kQuantFp8PerGroup;
-    constexpr bool kBlocks = kOnlyFormat == kAnyQuant || kOnlyFormat == kQuantNvfp4;
-    const bool ue8m0 = kGroups && a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutUE8M0Packed;
-    const bool colmajor = kGroups && a.quant == kQuantFp8PerGroup && a.scale_layout == kLayoutColumnMajor;
-    const bool swizzled = kBlocks && a.quant == kQuantNvfp4 && a.scale_layout == kLayoutSwizzled128x4;
+    const bool ue8m0 = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutUE8M0Packed;
+    const bool colmajor = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutColumnMajor;
+    const bool swizzled = isFormat(a, kQuantNvfp4) && a.scale_layout == kLayoutSwizzled128x4;
     if (!ue8m0 && !colmajor && !swizzled) return;
     // 32-bit arithmetic: a scale buffer's rows and words are far below 2^31.
     const int r0 = static_cast<int>(row), tokens = static_cast<int>(a.q_tokens), rows = static_cast<int>(a.scale_rows);
@@ -457,7 +457,7 @@ struct RowEpilogue {
         uint32_t mbits = 0;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) mbits = max(mbits, floatBits(x(e)) & 0x7fffffffu);
-        mbits = groupMaxBits<L>(mbits);
+        mbits = groupMax<L>(mbits);
         const Nvfp4Block blk = nvfp4Block(bitsFloat(mbits), mbits > 0x7f800000u, row_scale);
         if (active) {
           if (i % L == 0) storeBlockScale(a, row, i / L, blk.sf);
@@ -481,7 +481,7 @@ struct RowEpilogue {
           uint16_t b[VEC / 2];  // two E4M3 values each, the lower element in the low byte
 #pragma unroll
           for (int e = 0; e < VEC; e += 2) b[e / 2] = e4m3x2FromFloat(x(e) * inv, x(e + 1) * inv);
-          storeBytes(q + i * VEC, reinterpret_cast<const uint8_t(&)[VEC]>(b));
+          storeBytes(q + i * VEC, b);
         }
       }
     }

@@ -92,8 +92,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 // kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel, launched
 // only for units of one row (R == 1) of an op that reads a residual (dispatch.cuh launchFamily).
 // kWorld: 2 for the kernels of two-rank communicators, 0 for any world size. kExt: the extended
-// epilogue (one block per row; held operands at one vector per thread, a null residual_in held as
-// zeros).
+// epilogue (one block per row; held operands at one vector per thread).
 template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld, bool kExt>
 // One block per SM, so ptxas may use every register (at its default it spilled 156-364 bytes per
 // thread); a cluster kernel's blocks have half the threads or fewer, hence twice the registers.
@@ -163,8 +162,8 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
         const int64_t i = tid + int64_t(k) * kThreads;
         if (i < nvec) {
           mine[k] = lamportSanitize(loadPack<T, VEC>(in + row0 * a.hidden + i * VEC));
-          if (kExt && !a.residual_in) memset(&hres[k], 0, sizeof(P));  // the extended epilogue's null residual: zero
-          else hres[k] = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC);
+          // (An extended call's null residual_in is not loaded: its epilogue adds zeros instead.)
+          if (!kExt || a.residual_in) hres[k] = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC);
           if (a.op == Op::kAllReduceAddRMSNorm) hgam[k] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
         }
       }
