@@ -9,20 +9,25 @@
 #include <utility>
 
 #include "kernels.h"
+#include "quant.h"
 
 namespace arfusion::detail {
 
 // One kernel variant: element type T, VEC elements per 16-byte pack (1 off the vector path), kVpt
-// vectors per thread in the in-register row epilogue (RowEpilogue), and kExt: the extended epilogue
+// vectors per thread in the in-register row epilogue (RowEpilogue), kExt: the extended epilogue
 // (RowArgs::ext: optional residual and outputs, Gemma weights, quantized outputs), compiled apart
-// so that the plain calls' kernels are exactly as measured. Extended calls take the vector path
-// with rows in registers (validate.cpp).
-template <typename T, int VEC, int kVpt, bool kExt = false>
+// so that the plain calls' kernels are exactly as measured, and kQuant: an extended call with a
+// quantized output. The quantizer's registers are compiled only into the kQuant kernels: in one
+// kernel for every call, they spilled the rest of the body and slowed extended calls without a
+// quantized output by up to 1.7x. Extended calls take the vector path with rows in registers
+// (validate.cpp).
+template <typename T, int VEC, int kVpt, bool kExt = false, bool kQuant = false>
 struct Variant {
   using type = T;
   static constexpr int vec = VEC;
   static constexpr int vpt = kVpt;
   static constexpr bool ext = kExt;
+  static constexpr bool quant = kQuant;
 };
 
 // Vectors per thread of the in-register row epilogue for a row of nvec vectors: the fewest that
@@ -37,22 +42,27 @@ inline int fewestVectorsPerThread(int64_t nvec) {
 // so that the two build in parallel; the single-GPU kernel compiles both.
 enum class Epilogues { kPlain, kExtended, kBoth };
 
-// Calls f(Variant<T, VEC, kVpt, kExt>{}) for the runtime dtype, vector flag (16-byte packs, or
-// single elements), row width and epilogue: the one place that maps a call onto template
-// instantiations. An extended call (ext) off the vector path is refused before it gets here; a
-// call whose epilogue kParts leaves out returns cudaErrorInvalidValue.
+// Calls f(Variant<T, VEC, kVpt, kExt, kQuant>{}) for the runtime dtype, vector flag (16-byte packs,
+// or single elements), row width, epilogue and quantized output (quant: an extended call's; a plain
+// call has none): the one place that maps a call onto template instantiations. An extended call
+// (ext) off the vector path is refused before it gets here; a call whose epilogue kParts leaves
+// out returns cudaErrorInvalidValue.
 template <Epilogues kParts = Epilogues::kBoth, typename F>
-cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, F&& f) {
+cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, bool quant, F&& f) {
   constexpr bool kPlain = kParts != Epilogues::kExtended, kExtended = kParts != Epilogues::kPlain;
   auto withVpt = [&](auto tv) -> cudaError_t {
     using T = typename decltype(tv)::type;
     constexpr int VEC = decltype(tv)::vec;
     if (ext) {
       if constexpr (VEC > 1 && kExtended) {
-        const int vpt = fewestVectorsPerThread(hidden / VEC);
-        if (vpt == 1) return f(Variant<T, VEC, 1, true>{});
-        if (vpt == 2) return f(Variant<T, VEC, 2, true>{});
-        return f(Variant<T, VEC, kMaxVecPerThread, true>{});
+        auto extended = [&](auto q) -> cudaError_t {
+          constexpr bool Q = decltype(q)::value;
+          const int vpt = fewestVectorsPerThread(hidden / VEC);
+          if (vpt == 1) return f(Variant<T, VEC, 1, true, Q>{});
+          if (vpt == 2) return f(Variant<T, VEC, 2, true, Q>{});
+          return f(Variant<T, VEC, kMaxVecPerThread, true, Q>{});
+        };
+        return quant ? extended(std::true_type{}) : extended(std::false_type{});
       }
       return cudaErrorInvalidValue;
     }
@@ -87,13 +97,16 @@ cudaError_t forEachVariant(F&& f) {
     // has the last only, and the plain epilogue only.
     for (bool ext : {false, true}) {
       if (ext ? kParts == Epilogues::kPlain : kParts == Epilogues::kExtended) continue;
-      for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
-        const cudaError_t e = dispatchVariant<kParts>(d, true, vectors * per_vector, ext, f);
-        if (e != cudaSuccess) return e;
+      for (bool quant : {false, true}) {
+        if (quant && !ext) continue;  // a quantized output is an extended call's
+        for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
+          const cudaError_t e = dispatchVariant<kParts>(d, true, vectors * per_vector, ext, quant, f);
+          if (e != cudaSuccess) return e;
+        }
       }
     }
     if (kParts == Epilogues::kExtended) continue;
-    const cudaError_t e = dispatchVariant<kParts>(d, false, 1, false, f);
+    const cudaError_t e = dispatchVariant<kParts>(d, false, 1, false, false, f);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
@@ -166,19 +179,19 @@ auto kernelForWorld(int world, Pick&& pick) {
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with
-//   template <typename T, int VEC, int kVpt, bool kExt> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
+//   template <typename T, int VEC, int kVpt, bool kExt, bool kQuant> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
 //   static constexpr bool kHeldOperands; // whether it has kernels that hold a one-row unit's operands
 //   static constexpr bool kWorldTwo;     // whether it has kernels compiled for two ranks
 // giving the kernel of a variant, sync mode, row layout (one block per row, or a cluster) and world
 // size (kernels for two ranks where kWorldTwo, else one for every size); extended-epilogue variants
-// (kExt) have no clusters.
+// (kExt) have no clusters; kQuant, an extended variant's quantized output.
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
 // the kernels the launches use; kParts, the epilogues of the calling translation unit.
 template <typename Family, Epilogues kParts>
 cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch, cudaStream_t stream) {
   if (launch.row_blocks > 1 && (!Family::kClusterRows || args.ext)) return cudaErrorInvalidConfiguration;
-  return dispatchVariant<kParts>(launch.dtype, launch.vector, args.hidden, args.ext, [&](auto v) {
+  return dispatchVariant<kParts>(launch.dtype, launch.vector, args.hidden, args.ext, args.quant != kQuantNone, [&](auto v) {
     using V = decltype(v);
     // One row per unit of an op with a residual: the one-shot's kernel that holds the row's
     // operands (oneshot.cuh). The same vectors, order and protocol as the other, so it changes no
@@ -186,7 +199,7 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
     const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
     // The world size is the communicator's: every rank launches the same kind of kernel.
     const auto kernel =
-        Family::template kernel<typename V::type, V::vec, V::vpt, V::ext>(launch.sync, launch.row_blocks > 1, held, comm.world);
+        Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::quant>(launch.sync, launch.row_blocks > 1, held, comm.world);
     return launchFused(kernel, launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
@@ -204,7 +217,7 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
           for (int world : kKernelWorlds) {
             if (world == 2 && !Family::kWorldTwo) continue;
             const cudaError_t e =
-                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt, V::ext>(sync, cluster, held, world));
+                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::quant>(sync, cluster, held, world));
             if (e != cudaSuccess) return e;
           }
         }

@@ -38,9 +38,9 @@
 namespace arfusion::detail {
 namespace {
 
-template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt>
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt, bool kQuant>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kQuant ? kAnyQuant : kQuantNone>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -93,14 +93,14 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 // only for units of one row (R == 1) of an op that reads a residual (dispatch.cuh launchFamily).
 // kWorld: 2 for the kernels of two-rank communicators, 0 for any world size. kExt: the extended
 // epilogue (one block per row; held operands at one vector per thread).
-template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld, bool kExt>
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld, bool kExt, bool kQuant>
 // One block per SM, so ptxas may use every register (at its default it spilled 156-364 bytes per
 // thread); a cluster kernel's blocks have half the threads or fewer, hence twice the registers.
 __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   static_assert(!kExt || !kCluster, "the extended epilogue: one block per row");
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kQuant ? kAnyQuant : kQuantNone>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
@@ -242,23 +242,24 @@ struct OneShot {
   static constexpr bool kClusterRows = true;  // the Lamport kernel can spread a row over a cluster
   static constexpr bool kHeldOperands = true;  // and hold a one-row unit's operands
   static constexpr bool kWorldTwo = true;      // and has kernels for two ranks
-  template <typename T, int VEC, int kVpt, int kWorld, bool kExt>
+  template <typename T, int VEC, int kVpt, int kWorld, bool kExt, bool kQuant>
   static auto lamport(bool cluster, bool held) {
     constexpr SyncMode G = SyncMode::kGridDependency;
     if constexpr (!kExt)
-      if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld, false>;  // holds operands by a branch
-    // The extended epilogue holds the operands of rows of one vector per thread only: at two its
-    // registers spilled (128-190 bytes) and 128 x 8192 bf16 calls ran up to 11% slower (H100, a
-    // local group of two), while one token of 4096 took 24% less time.
-    if constexpr (kVpt <= (kExt ? 1 : 2))
-      if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, kExt>;
-    return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld, kExt>;
+      if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld, false, false>;  // holds operands by a branch
+    // With a quantized output the extended epilogue holds the operands of rows of one vector per
+    // thread only (one token of 4096: 24% less time): at two its registers spilled 160-210 bytes
+    // and 16 x 8192 bf16 calls ran 3% slower (H100, a local group of two). Without one it holds
+    // them as the plain epilogue does.
+    if constexpr (kVpt <= (kQuant ? 1 : 2))
+      if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, kExt, kQuant>;
+    return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld, kExt, kQuant>;
   }
-  template <typename T, int VEC, int kVpt, bool kExt = false>
+  template <typename T, int VEC, int kVpt, bool kExt = false, bool kQuant = false>
   static auto kernel(SyncMode sync, bool cluster, bool held, int world) {
     if (sync == SyncMode::kGridDependency)
-      return kernelForWorld(world, [&](auto w) { return lamport<T, VEC, kVpt, decltype(w)::value, kExt>(cluster, held); });
-    return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, kExt>;
+      return kernelForWorld(world, [&](auto w) { return lamport<T, VEC, kVpt, decltype(w)::value, kExt, kQuant>(cluster, held); });
+    return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, kExt, kQuant>;
   }
 };
 

@@ -69,7 +69,7 @@ auto addRMSNormKernelFor(Op op, uint8_t quant) {
 
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
-  return dispatchVariant(dtype, vector, args.hidden, args.ext, [&](auto v) {
+  return dispatchVariant(dtype, vector, args.hidden, args.ext, args.quant != kQuantNone, [&](auto v) {
     using V = decltype(v);
     return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(args.op, args.quant), blocks, kThreads, stream,
                        args);
@@ -81,7 +81,7 @@ cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit) {
     using V = decltype(v);
     for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm}) {
       for (uint8_t quant = kQuantNone; quant <= kQuantNvfp4; ++quant) {
-        if (quant != kQuantNone && !V::ext) break;
+        if ((quant != kQuantNone) != V::quant) continue;  // the variant's kernels: with a quantized output or without
         const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(op, quant));
         if (e != cudaSuccess) return e;
       }
