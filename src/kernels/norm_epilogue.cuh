@@ -188,7 +188,7 @@ struct RowEpilogue {
     // over the normalised packs. A kernel of that format alone keeps them (kKeep) and stores
     // norm_out in that pass; a kernel of every format recomputes them below rather than keep them
     // live: its other formats convert pack by pack with no copy of the row (FP8 per-group and
-    // NVFP4 ran 5-12% faster at 16-512 rows than when they converted a kept row).
+    // NVFP4 ran 4-12% faster at 16-512 rows than when they converted a kept row).
     constexpr bool kKeep = kOnlyFormat == kQuantFp8PerToken;
     P kept[kKeep ? kVpt : 1];
     auto storeNorm = [&](int64_t i, const P& o) {
