@@ -17,9 +17,10 @@ namespace arfusion::detail {
 // vectors per thread in the in-register row epilogue (RowEpilogue), kExt: the extended epilogue
 // (RowArgs::ext: optional residual and outputs, Gemma weights, quantized outputs), compiled apart
 // so that the plain calls' kernels are exactly as measured, and kQuant: an extended call with a
-// quantized output. The quantizer's registers are compiled only into the kQuant kernels: in one
-// kernel for every call, they spilled the rest of the body and slowed extended calls without a
-// quantized output by up to 1.7x. Extended calls take the vector path with rows in registers
+// quantized output. The one-shot and the single-GPU kernel compile the quantizer's registers only
+// into their kQuant kernels: in one kernel for every call, they spilled the rest of the one-shot's
+// body and slowed its extended calls without a quantized output by up to 1.7x (the two-shot keeps
+// one extended kernel: twoshot.cuh). Extended calls take the vector path with rows in registers
 // (validate.cpp).
 template <typename T, int VEC, int kVpt, bool kExt = false, bool kQuant = false>
 struct Variant {
