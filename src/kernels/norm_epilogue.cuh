@@ -191,9 +191,6 @@ struct RowEpilogue {
     // NVFP4 ran 4-12% faster at 16-512 rows than when they converted a kept row).
     constexpr bool kKeep = kOnlyFormat == kQuantFp8PerToken;
     P kept[kKeep ? kVpt : 1];
-    auto storeNorm = [&](int64_t i, const P& o) {
-      if (!kExt || a.out) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
-    };
     const RowQuant rq = rowQuant(a, row, q_scale, tid, [&](float& m) {
 #pragma unroll
       for (int k = 0; k < kVpt; ++k) {
@@ -201,7 +198,7 @@ struct RowEpilogue {
         if (i < nvec) {
           if constexpr (kKeep) {
             kept[k] = normOf(k, i);
-            storeNorm(i, kept[k]);
+            storeNorm(a, base, i, kept[k]);
             m = fmaxf(m, packAbsMax(kept[k]));
           } else {
             m = fmaxf(m, packAbsMax(normOf(k, i)));
@@ -219,7 +216,7 @@ struct RowEpilogue {
           o = kept[k];
         } else {
           o = normOf(k, i);
-          storeNorm(i, o);
+          storeNorm(a, base, i, o);
         }
       }
       quantizePack(a, rq, o, int(i), active);  // every lane: the group maxima shuffle
@@ -294,7 +291,7 @@ struct RowEpilogue {
         P o = {};
         if (active) {
           o = normOf(h, k, i);
-          if (!kExt || a.out) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
+          storeNorm(a, base, i, o);
         }
         quantizePack(a, rq, o, int(i), active);
       }
@@ -308,6 +305,10 @@ struct RowEpilogue {
     P z;
     memset(&z, 0, sizeof z);
     return z;
+  }
+  // norm_out pack i of the row at element `base` (an extended call may leave norm_out out).
+  __device__ __forceinline__ static void storeNorm(const RowArgs& a, int64_t base, int64_t i, const P& o) {
+    if (!kExt || a.out) storePack<T, VEC>(static_cast<T*>(a.out) + base + i * VEC, o);
   }
   // Whether the call's quantized format is f: false at compile time in a kernel of another format
   // (kOnlyFormat), so its code for f is left out.

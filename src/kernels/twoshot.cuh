@@ -71,9 +71,9 @@ __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs&
   }
 }
 
-template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt, bool kQuant>
+template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt>
 __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kQuant ? kAnyQuant : kQuantNone>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt>;
   using P = Pack<T, VEC>;
   // The split of steps 3-5 (header), in the kernels whose half-block epilogue fits the registers:
   // two vectors per thread at most (kVpt 4 spilled), or the scalar path (four scalars per thread).
@@ -219,10 +219,10 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 // Slot reuse as the Lamport one-shot's; one unit per block, so no reuse inside a call.
 // Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (plan.cpp usesLamport):
 // a block runs only unit b, so a grid with more units would leave rows unwritten.
-template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt, bool kQuant>
+template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt>
 __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport two-shot is a GridDependency kernel");
-  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt, kQuant ? kAnyQuant : kQuantNone>;
+  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
@@ -315,8 +315,8 @@ struct TwoShot {
   static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
     return kernelForWorld(world, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, kExt>
-                                               : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt, kExt>;
+      return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt>
+                                               : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt>;
     });
   }
 };
@@ -330,7 +330,7 @@ struct TwoShotLamport {
   template <typename T, int VEC, int kVpt, bool kExt = false, bool /*kQuant*/ = false>  // as TwoShot's
   static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
     return kernelForWorld(world, [](auto w) {
-      return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value, kExt, kExt>;
+      return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value, kExt>;
     });
   }
 };
