@@ -16,19 +16,19 @@ namespace arfusion::detail {
 // One kernel variant: element type T, VEC elements per 16-byte pack (1 off the vector path), kVpt
 // vectors per thread in the in-register row epilogue (RowEpilogue), kExt: the extended epilogue
 // (RowArgs::ext: optional residual and outputs, Gemma weights, quantized outputs), compiled apart
-// so that the plain calls' kernels are exactly as measured, and kQuant: an extended call with a
-// quantized output. The one-shot and the single-GPU kernel compile the quantizer's registers only
-// into their kQuant kernels: in one kernel for every call, they spilled the rest of the one-shot's
-// body and slowed its extended calls without a quantized output by up to 1.7x (the two-shot keeps
-// one extended kernel: twoshot.cuh). Extended calls take the vector path with rows in registers
-// (validate.cpp).
-template <typename T, int VEC, int kVpt, bool kExt = false, bool kQuant = false>
+// so that the plain calls' kernels are exactly as measured, and kFormat: an extended call's
+// quantized output (kQuantNone or one format, quant.h). The one-shot and the single-GPU kernel
+// compile a kernel per format: a format's body alone fits the registers the rest of the kernel
+// needs, where one body for every format spilled (by up to 1.7x slower calls); the two-shot keeps
+// one extended kernel for every format (twoshot.cuh: its build time). Extended calls take the
+// vector path with rows in registers (validate.cpp).
+template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
 struct Variant {
   using type = T;
   static constexpr int vec = VEC;
   static constexpr int vpt = kVpt;
   static constexpr bool ext = kExt;
-  static constexpr bool quant = kQuant;
+  static constexpr int format = kFormat;
 };
 
 // Vectors per thread of the in-register row epilogue for a row of nvec vectors: the fewest that
@@ -43,13 +43,14 @@ inline int fewestVectorsPerThread(int64_t nvec) {
 // so that the two build in parallel; the single-GPU kernel compiles both.
 enum class Epilogues { kPlain, kExtended, kBoth };
 
-// Calls f(Variant<T, VEC, kVpt, kExt, kQuant>{}) for the runtime dtype, vector flag (16-byte packs,
-// or single elements), row width, epilogue and quantized output (quant: an extended call's; a plain
-// call has none): the one place that maps a call onto template instantiations. An extended call
+// Calls f(Variant<T, VEC, kVpt, kExt, kFormat>{}) for the runtime dtype, vector flag (16-byte
+// packs, or single elements), row width, epilogue and quantized format (quant, kQuant* of quant.h:
+// an extended call's; a plain call has none): the one place that maps a call onto template
+// instantiations. An extended call
 // (ext) off the vector path is refused before it gets here; a call whose epilogue kParts leaves
 // out returns cudaErrorInvalidValue.
 template <Epilogues kParts = Epilogues::kBoth, typename F>
-cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, bool quant, F&& f) {
+cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, uint8_t quant, F&& f) {
   constexpr bool kPlain = kParts != Epilogues::kExtended, kExtended = kParts != Epilogues::kPlain;
   auto withVpt = [&](auto tv) -> cudaError_t {
     using T = typename decltype(tv)::type;
@@ -57,13 +58,19 @@ cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, 
     if (ext) {
       if constexpr (VEC > 1 && kExtended) {
         auto extended = [&](auto q) -> cudaError_t {
-          constexpr bool Q = decltype(q)::value;
+          constexpr int Q = decltype(q)::value;
           const int vpt = fewestVectorsPerThread(hidden / VEC);
           if (vpt == 1) return f(Variant<T, VEC, 1, true, Q>{});
           if (vpt == 2) return f(Variant<T, VEC, 2, true, Q>{});
           return f(Variant<T, VEC, kMaxVecPerThread, true, Q>{});
         };
-        return quant ? extended(std::true_type{}) : extended(std::false_type{});
+        switch (quant) {
+          case kQuantNone: return extended(std::integral_constant<int, kQuantNone>{});
+          case kQuantFp8: return extended(std::integral_constant<int, kQuantFp8>{});
+          case kQuantFp8PerToken: return extended(std::integral_constant<int, kQuantFp8PerToken>{});
+          case kQuantFp8PerGroup: return extended(std::integral_constant<int, kQuantFp8PerGroup>{});
+          case kQuantNvfp4: return extended(std::integral_constant<int, kQuantNvfp4>{});
+        }
       }
       return cudaErrorInvalidValue;
     }
@@ -98,8 +105,8 @@ cudaError_t forEachVariant(F&& f) {
     // has the last only, and the plain epilogue only.
     for (bool ext : {false, true}) {
       if (ext ? kParts == Epilogues::kPlain : kParts == Epilogues::kExtended) continue;
-      for (bool quant : {false, true}) {
-        if (quant && !ext) continue;  // a quantized output is an extended call's
+      for (uint8_t quant = kQuantNone; quant <= kQuantNvfp4; ++quant) {
+        if (quant != kQuantNone && !ext) continue;  // a quantized output is an extended call's
         for (int64_t vectors : {int64_t(kThreads), int64_t(2) * kThreads, int64_t(kMaxVecPerThread) * kThreads + 1}) {
           const cudaError_t e = dispatchVariant<kParts>(d, true, vectors * per_vector, ext, quant, f);
           if (e != cudaSuccess) return e;
@@ -180,19 +187,19 @@ auto kernelForWorld(int world, Pick&& pick) {
 }
 
 // A fused kernel family (one-shot, two-shot) is a type with
-//   template <typename T, int VEC, int kVpt, bool kExt, bool kQuant> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
+//   template <typename T, int VEC, int kVpt, bool kExt, int kFormat> static auto kernel(SyncMode sync, bool cluster, bool held, int world);
 //   static constexpr bool kClusterRows;  // whether it has kernels that share a row over a cluster
 //   static constexpr bool kHeldOperands; // whether it has kernels that hold a one-row unit's operands
 //   static constexpr bool kWorldTwo;     // whether it has kernels compiled for two ranks
 // giving the kernel of a variant, sync mode, row layout (one block per row, or a cluster) and world
 // size (kernels for two ranks where kWorldTwo, else one for every size); extended-epilogue variants
-// (kExt) have no clusters; kQuant, an extended variant's quantized output.
+// (kExt) have no clusters; kFormat, an extended variant's quantized output.
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
 // the kernels the launches use; kParts, the epilogues of the calling translation unit.
 template <typename Family, Epilogues kParts>
 cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch, cudaStream_t stream) {
   if (launch.row_blocks > 1 && (!Family::kClusterRows || args.ext)) return cudaErrorInvalidConfiguration;
-  return dispatchVariant<kParts>(launch.dtype, launch.vector, args.hidden, args.ext, args.quant != kQuantNone, [&](auto v) {
+  return dispatchVariant<kParts>(launch.dtype, launch.vector, args.hidden, args.ext, args.quant, [&](auto v) {
     using V = decltype(v);
     // One row per unit of an op with a residual: the one-shot's kernel that holds the row's
     // operands (oneshot.cuh). The same vectors, order and protocol as the other, so it changes no
@@ -200,7 +207,7 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
     const bool held = Family::kHeldOperands && launch.lamport && launch.rows_per_step == 1 && args.op != Op::kAllReduce;
     // The world size is the communicator's: every rank launches the same kind of kernel.
     const auto kernel =
-        Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::quant>(launch.sync, launch.row_blocks > 1, held, comm.world);
+        Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::format>(launch.sync, launch.row_blocks > 1, held, comm.world);
     return launchFused(kernel, launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
@@ -218,7 +225,7 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
           for (int world : kKernelWorlds) {
             if (world == 2 && !Family::kWorldTwo) continue;
             const cudaError_t e =
-                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::quant>(sync, cluster, held, world));
+                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::format>(sync, cluster, held, world));
             if (e != cudaSuccess) return e;
           }
         }

@@ -44,9 +44,10 @@ namespace arfusion::detail {
 // norm_out may be null, Gemma weights, and a quantized copy of the normalised row (quantizeRow).
 // Rows in registers only (validate.cpp), one block or half a block per row, never a cluster.
 // kOnlyFormat: the quantized output the extended epilogue is compiled for: kAnyQuant, the call's
-// format at run time (the fused kernels: one kernel for every format keeps their build time), or
-// one QuantFormat value, which the call must have (the single-GPU kernel: one format's body needs
-// fewer registers, so more rows are resident per SM).
+// format at run time (the two-shot: one kernel for every format keeps its build time), or one
+// QuantFormat value, kQuantNone included, which the call must have (the one-shot and the
+// single-GPU kernel: one format's body needs fewer registers, so the one-shot spills less and the
+// single-GPU kernel keeps more rows resident per SM).
 constexpr int kAnyQuant = -1;
 template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false, bool kExt = false,
           int kOnlyFormat = kAnyQuant>
@@ -186,7 +187,7 @@ struct RowEpilogue {
     };
     // A per-token quantized output needs the row's maximum before any conversion: a first pass
     // over the normalised packs. A kernel of that format alone keeps them (kKeep) and stores
-    // norm_out in that pass; a kernel of every format recomputes them below rather than keep them
+    // norm_out in that pass; the kernel of every format recomputes them below rather than keep them
     // live: its other formats convert pack by pack with no copy of the row (FP8 per-group and
     // NVFP4 ran 4-12% faster at 16-512 rows than when they converted a kept row).
     constexpr bool kKeep = kOnlyFormat == kQuantFp8PerToken;
@@ -403,10 +404,11 @@ struct RowEpilogue {
   // once: this row's scale columns past the last group or block, and a share of the padding rows
   // (rows tokens .. scaleRows - 1). Threads t of `threads`.
   //   column-major, UE8M0: row r0 writes the padding rows r0 + j * tokens (j >= 1), at most 3.
-  //   swizzled 128x4: the padding rows all lie in the last 128-row tile, whose words row r0 splits
-  //     into `tokens` equal chunks in memory order and writes the r0-th, consecutive threads
-  //     consecutive words: one token's 127 padding rows, written by rows of words scattered over
-  //     every 512-byte tile, took one block several microseconds of uncoalesced stores.
+  //   swizzled 128x4: the padding rows all lie in the last 128-row tile, whose 16-byte lines row r0
+  //     splits into `tokens` equal chunks in memory order and writes the r0-th, consecutive threads
+  //     consecutive lines: one token's 127 padding rows, written by rows of words scattered over
+  //     every 512-byte tile, took one block several microseconds of uncoalesced stores, and a word
+  //     per store four times the instructions (one token's block writes the whole tile).
   __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
     const bool ue8m0 = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutUE8M0Packed;
     const bool colmajor = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutColumnMajor;
@@ -424,14 +426,24 @@ struct RowEpilogue {
       }
     }
     if (swizzled) {
-      const int tile_words = words * 128;  // 4-byte words of one 128-row tile: 128 per column tile
-      const int first = rows - 128;        // the last tile's first row
-      uint32_t* tile = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(a.q_scales) + size_t(first) * words * 4);
-      const int chunk = (tile_words + tokens - 1) / tokens;
-      const int end = min(tile_words, (r0 + 1) * chunk);
-      for (int w = r0 * chunk + t; w < end; w += threads) {
-        const int j = w % 128;  // within a 512-byte tile: line j / 4 is row % 32, slot j % 4 is (row % 128) / 32
-        if (first + (j % 4) * 32 + j / 4 >= tokens) tile[w] = 0;
+      // The last tile in 16-byte lines: line l holds rows first + l % 32 + 32 * s in its words
+      // s = 0..3, so a line whose first row is padding is padding whole (one 16-byte store where
+      // the buffer's alignment allows it).
+      const int first = rows - 128;  // the last tile's first row
+      uint8_t* tile = static_cast<uint8_t*>(a.q_scales) + size_t(first) * words * 4;
+      const int lines = words * 32;
+      const int chunk = (lines + tokens - 1) / tokens;
+      const int end = min(lines, (r0 + 1) * chunk);
+      const bool whole = reinterpret_cast<uintptr_t>(tile) % 16 == 0;
+      for (int l = r0 * chunk + t; l < end; l += threads) {
+        const int r = first + l % 32;
+        if (r >= tokens && whole) {
+          reinterpret_cast<uint4*>(tile)[l] = make_uint4(0, 0, 0, 0);
+        } else {
+#pragma unroll
+          for (int s = 0; s < 4; ++s)
+            if (r + 32 * s >= tokens) reinterpret_cast<uint32_t*>(tile)[4 * l + s] = 0;
+        }
       }
       return;
     }

@@ -38,9 +38,9 @@
 namespace arfusion::detail {
 namespace {
 
-template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt, bool kQuant>
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt, int kFormat>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kQuant ? kAnyQuant : kQuantNone>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kFormat>;
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -92,15 +92,15 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
 // kCluster: rows over a cluster. kHeld (one block per row only): the held-operand kernel, launched
 // only for units of one row (R == 1) of an op that reads a residual (dispatch.cuh launchFamily).
 // kWorld: 2 for the kernels of two-rank communicators, 0 for any world size. kExt: the extended
-// epilogue (one block per row; held operands at one vector per thread).
-template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld, bool kExt, bool kQuant>
+// epilogue (one block per row), kFormat its quantized output (kQuantNone or one format).
+template <typename T, int VEC, int kVpt, SyncMode kSync, bool kCluster, bool kHeld, int kWorld, bool kExt, int kFormat>
 // One block per SM, so ptxas may use every register (at its default it spilled 156-364 bytes per
 // thread); a cluster kernel's blocks have half the threads or fewer, hence twice the registers.
 __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   static_assert(!kExt || !kCluster, "the extended epilogue: one block per row");
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kQuant ? kAnyQuant : kQuantNone>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kFormat>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
@@ -242,24 +242,25 @@ struct OneShot {
   static constexpr bool kClusterRows = true;  // the Lamport kernel can spread a row over a cluster
   static constexpr bool kHeldOperands = true;  // and hold a one-row unit's operands
   static constexpr bool kWorldTwo = true;      // and has kernels for two ranks
-  template <typename T, int VEC, int kVpt, int kWorld, bool kExt, bool kQuant>
+  template <typename T, int VEC, int kVpt, int kWorld, bool kExt, int kFormat>
   static auto lamport(bool cluster, bool held) {
     constexpr SyncMode G = SyncMode::kGridDependency;
     if constexpr (!kExt)
-      if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld, false, false>;  // holds operands by a branch
-    // With a quantized output the extended epilogue holds the operands of rows of one vector per
-    // thread only (one token of 4096: 24% less time): at two its registers spilled 160-210 bytes
-    // and 16 x 8192 bf16 calls ran 3% slower (H100, a local group of two). Without one it holds
-    // them as the plain epilogue does.
-    if constexpr (kVpt <= (kQuant ? 1 : 2))
-      if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, kExt, kQuant>;
-    return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld, kExt, kQuant>;
+      if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld, false, kQuantNone>;  // holds operands by a branch
+    // The extended epilogue holds a one-row unit's operands as the plain one does (rows of up to two
+    // vectors per thread), but with a per-group FP8 or NVFP4 output at one vector only: at two,
+    // those formats' registers spilled 120-200 bytes and 16 x 8192 bf16 ran 4-6% slower held than
+    // not (FP8 static and per-token: 5-7% faster held; H100, a local group of two).
+    constexpr bool kHeavyFormat = kFormat == kQuantFp8PerGroup || kFormat == kQuantNvfp4;
+    if constexpr (kVpt <= (kHeavyFormat ? 1 : 2))
+      if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, kExt, kFormat>;
+    return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld, kExt, kFormat>;
   }
-  template <typename T, int VEC, int kVpt, bool kExt = false, bool kQuant = false>
+  template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
   static auto kernel(SyncMode sync, bool cluster, bool held, int world) {
     if (sync == SyncMode::kGridDependency)
-      return kernelForWorld(world, [&](auto w) { return lamport<T, VEC, kVpt, decltype(w)::value, kExt, kQuant>(cluster, held); });
-    return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, kExt, kQuant>;
+      return kernelForWorld(world, [&](auto w) { return lamport<T, VEC, kVpt, decltype(w)::value, kExt, kFormat>(cluster, held); });
+    return oneShotFlagKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, kExt, kFormat>;
   }
 };
 

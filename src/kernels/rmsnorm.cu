@@ -40,28 +40,21 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSN
   }
 }
 
-// The kernel of a variant, an op and (extended epilogue) a quantized format: rows of 16-byte
-// vectors that fit 1 or 2 per thread get the lean kernels; everything else, including a one-rank
-// group's plain allreduce (out = x), the general one; the extended epilogue (the norm op only) one
-// per vectors per thread and format. The launch and the preloading share it.
-template <typename T, int VEC, int kVpt, bool kExt>
-auto addRMSNormKernelFor(Op op, uint8_t quant) {
+// The kernel of a variant and an op: rows of 16-byte vectors that fit 1 or 2 per thread get the
+// lean kernels; everything else, including a one-rank group's plain allreduce (out = x), the
+// general one; the extended epilogue (the norm op only) one per vectors per thread and quantized
+// format (kFormat). The launch and the preloading share it.
+template <typename T, int VEC, int kVpt, bool kExt, int kFormat>
+auto addRMSNormKernelFor(Op op) {
   if constexpr (kExt) {
     (void)op;
-    switch (quant) {
-      case kQuantFp8: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantFp8>;
-      case kQuantFp8PerToken: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantFp8PerToken>;
-      case kQuantFp8PerGroup: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantFp8PerGroup>;
-      case kQuantNvfp4: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantNvfp4>;
-      default: return addRMSNormKernel<T, VEC, kVpt, 1, true, kQuantNone>;
-    }
+    return addRMSNormKernel<T, VEC, kVpt, 1, true, kFormat>;
   } else {
-    (void)quant;
     if constexpr (kVpt < kMaxVecPerThread) {
-      if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1, false, kAnyQuant>;
-      if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0, false, kAnyQuant>;
+      if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1, false, kQuantNone>;
+      if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0, false, kQuantNone>;
     }
-    return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime, false, kAnyQuant>;
+    return addRMSNormKernel<T, VEC, kMaxVecPerThread, RowEpilogue<T, VEC>::kNormAtRuntime, false, kQuantNone>;
   }
 }
 
@@ -69,9 +62,9 @@ auto addRMSNormKernelFor(Op op, uint8_t quant) {
 
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
-  return dispatchVariant(dtype, vector, args.hidden, args.ext, args.quant != kQuantNone, [&](auto v) {
+  return dispatchVariant(dtype, vector, args.hidden, args.ext, args.quant, [&](auto v) {
     using V = decltype(v);
-    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(args.op, args.quant), blocks, kThreads, stream,
+    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(args.op), blocks, kThreads, stream,
                        args);
   });
 }
@@ -80,11 +73,8 @@ cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit) {
   return forEachVariant([&](auto v) {
     using V = decltype(v);
     for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm}) {
-      for (uint8_t quant = kQuantNone; quant <= kQuantNvfp4; ++quant) {
-        if ((quant != kQuantNone) != V::quant) continue;  // the variant's kernels: with a quantized output or without
-        const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext>(op, quant));
-        if (e != cudaSuccess) return e;
-      }
+      const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(op));
+      if (e != cudaSuccess) return e;
     }
     return cudaSuccess;
   });

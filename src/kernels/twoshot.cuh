@@ -308,10 +308,10 @@ struct TwoShot {
   static constexpr bool kClusterRows = false;  // one block per row
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
-  // One extended kernel for calls with and without a quantized output (the one-shot has one of
-  // each): a second took the extended two-shot file, the library's longest build, from ~180 to
-  // ~250 s per architecture, and CI builds three on two cores.
-  template <typename T, int VEC, int kVpt, bool kExt = false, bool /*kQuant*/ = false>
+  // One extended kernel for calls with and without a quantized output, of every format (the
+  // one-shot has one per format): a second took the extended two-shot file, the library's longest
+  // build, from ~180 to ~250 s per architecture, and CI builds three on two cores.
+  template <typename T, int VEC, int kVpt, bool kExt = false, int /*kFormat*/ = kQuantNone>
   static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
     return kernelForWorld(world, [&](auto w) {
       constexpr int W = decltype(w)::value;
@@ -327,7 +327,7 @@ struct TwoShotLamport {
   static constexpr bool kClusterRows = false;
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
-  template <typename T, int VEC, int kVpt, bool kExt = false, bool /*kQuant*/ = false>  // as TwoShot's
+  template <typename T, int VEC, int kVpt, bool kExt = false, int /*kFormat*/ = kQuantNone>  // as TwoShot's
   static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
     return kernelForWorld(world, [](auto w) {
       return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value, kExt>;

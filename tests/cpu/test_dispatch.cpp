@@ -22,12 +22,12 @@ using namespace cputest;
 // with dispatchVariant. Every variant a launch can pick must be walked (or it would load lazily,
 // the two-communicator deadlock of kernels.h preloadKernels), and nothing else (or dead kernels get built and loaded).
 namespace {
-using VariantKey = std::tuple<int, int, int, bool, bool>;  // dtype, VEC, kVpt, kExt, kQuant
+using VariantKey = std::tuple<int, int, int, bool, int>;  // dtype, VEC, kVpt, kExt, kFormat
 template <typename V>
 VariantKey keyOf(V) {
   using T = typename V::type;
   const int dtype = std::is_same_v<T, float> ? 0 : std::is_same_v<T, __half> ? 1 : 2;
-  return {dtype, V::vec, V::vpt, V::ext, V::quant};
+  return {dtype, V::vec, V::vpt, V::ext, V::format};
 }
 }  // namespace
 
@@ -41,20 +41,20 @@ TEST(Dispatch, TheEnumerationCoversEveryVariantALaunchCanPick) {
   for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
     for (bool vector : {true, false})
       for (bool ext : {false, true})
-        for (bool quant : {false, true})
+        for (uint8_t quant = kQuantNone; quant <= kQuantNvfp4; ++quant)
           for (int64_t hidden = 1; hidden <= 40000; hidden += hidden < 9000 ? 1 : 97) {
             if (ext && (!vector || hidden * (d == DType::kFloat32 ? 4 : 2) > 32768)) continue;  // refused before dispatch
-            if (quant && !ext) continue;  // a quantized output is an extended call (validate.cpp)
+            if (quant != kQuantNone && !ext) continue;  // a quantized output is an extended call (validate.cpp)
             arfusion::detail::dispatchVariant(d, vector, hidden, ext, quant, [&](auto v) {
               picked.insert(keyOf(v));
-              EXPECT_EQ(decltype(v)::quant, quant && ext);
+              EXPECT_EQ(decltype(v)::format, int(quant));
               return cudaSuccess;
             });
           }
   EXPECT_EQ(walked, picked);
   // 3 dtypes x (kVpt 1, 2, 4 on the vector path + the scalar path), and the extended epilogue's
-  // kVpt 1, 2, 4 on the vector path, without and with a quantized output.
-  EXPECT_EQ(walked.size(), 30u);
+  // kVpt 1, 2, 4 on the vector path, without a quantized output and with each of the four formats.
+  EXPECT_EQ(walked.size(), 57u);
 }
 
 // The fused kernels compile their plain and extended epilogues in separate files: the two halves
@@ -82,8 +82,8 @@ TEST(Dispatch, ThePlainAndExtendedHalvesPartitionTheVariants) {
     ++called;
     return cudaSuccess;
   };
-  EXPECT_EQ(arfusion::detail::dispatchVariant<Epilogues::kPlain>(DType::kBFloat16, true, 4096, true, false, count), cudaErrorInvalidValue);
-  EXPECT_EQ(arfusion::detail::dispatchVariant<Epilogues::kExtended>(DType::kBFloat16, true, 4096, false, false, count), cudaErrorInvalidValue);
+  EXPECT_EQ(arfusion::detail::dispatchVariant<Epilogues::kPlain>(DType::kBFloat16, true, 4096, true, kQuantNone, count), cudaErrorInvalidValue);
+  EXPECT_EQ(arfusion::detail::dispatchVariant<Epilogues::kExtended>(DType::kBFloat16, true, 4096, false, kQuantNone, count), cudaErrorInvalidValue);
   EXPECT_EQ(called, 0);
 }
 
