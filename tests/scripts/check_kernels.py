@@ -10,9 +10,10 @@ checks every kernel entry:
     16-byte store (at least one per kernel): the only narrower global store allowed is the block's
     epoch counter. A struct copy once split the peer stores into 2-byte pieces and cut the
     one-shot's bandwidth ~5x without failing any numerical test;
-  * extended-epilogue instantiations (last template argument kExt == true: optional outputs,
-    quantized values and scales) keep 16-byte stores for the rows and add the narrow stores of the
-    quantized bytes and scales, which is what they are for;
+  * quantizing instantiations (kExt == true, the last template argument or the one before a
+    quantized format other than kQuantNone) keep 16-byte stores for the rows and add the narrow
+    stores of the quantized bytes and scales, which is what they are for; extended ones without a
+    quantized output (format kQuantNone) are held to the vector path's rule;
   * no kernel of any architecture has an empty or trapping body: each stores to global memory and
     holds no `trap` or `brkpt` (an arch whose code path were compiled out would show here).
 Exit 0 if all hold, 1 if one fails, 77 (skip) if the objects hold no code for the architecture.
@@ -95,15 +96,16 @@ def main():
                 failures.append(f"{arch} {name}: the body traps")
             if not narrow and not wide:
                 failures.append(f"{arch} {name}: the body stores nothing to global memory (empty?)")
-            # Template arguments <T, VEC, ..., kExt>: the vector path is VEC 8 (16-bit T) or 4 (fp32);
-            # kExt, the last argument, selects the extended epilogue.
+            # Template arguments <T, VEC, ..., kExt[, kFormat]>: the vector path is VEC 8 (16-bit T)
+            # or 4 (fp32); kExt selects the extended epilogue, kFormat (where the kernel has one,
+            # after it) its quantized output, 0 for none (the two-shot's one kernel has every format).
             tv = re.search(r"I(13__nv_bfloat16|6__half|f)Li(\d+)E", name)
-            ext = re.search(r"Lb1EEE?v", name) is not None
+            ext = re.search(r"Lb1E(?:Li[1-9]\d*E)?EE?v", name) is not None
             if ext and tv and int(tv.group(2)) == (4 if tv.group(1) == "f" else 8):
                 ext_kernels += 1
                 if wide == 0:
                     failures.append(f"{arch} {name}: extended epilogue without a 16-byte global store")
-                if not any(n.endswith((".u8", ".b8", ".u32", ".f32", ".v2.u32", ".v2.u8", ".v4.u8", ".u64", ".b32", ".b64")) for n in narrow):
+                if not any(n.endswith((".u8", ".b8", ".u16", ".v2.u16", ".v4.u16", ".u32", ".f32", ".v2.u32", ".v2.u8", ".v4.u8", ".u64", ".b32", ".b64")) for n in narrow):
                     failures.append(f"{arch} {name}: extended epilogue stores no quantized bytes or scales")
             elif "SyncMode" in name and tv and int(tv.group(2)) == (4 if tv.group(1) == "f" else 8):
                 vec_kernels += 1
@@ -123,7 +125,7 @@ def main():
         print(f"{arch}: this build holds no code for it (CMAKE_CUDA_ARCHITECTURES): nothing to check")
         return 77
     print(f"{arch}: {flag_kernels} FlagBarrier kernels, {gd_kernels} GridDependency kernels, "
-          f"{vec_kernels} vector-path kernels, {ext_kernels} extended-epilogue kernels checked")
+          f"{vec_kernels} vector-path kernels, {ext_kernels} quantizing kernels checked")
     if flag_kernels == 0 or gd_kernels == 0 or vec_kernels == 0 or ext_kernels == 0:
         failures.append("no kernels found: the mangled-name patterns no longer match")
     for f in failures:
