@@ -46,9 +46,8 @@ enum class Epilogues { kPlain, kExtended, kBoth };
 // Calls f(Variant<T, VEC, kVpt, kExt, kFormat>{}) for the runtime dtype, vector flag (16-byte
 // packs, or single elements), row width, epilogue and quantized format (quant, kQuant* of quant.h:
 // an extended call's; a plain call has none): the one place that maps a call onto template
-// instantiations. An extended call
-// (ext) off the vector path is refused before it gets here; a call whose epilogue kParts leaves
-// out returns cudaErrorInvalidValue.
+// instantiations. An extended call (ext) off the vector path is refused before it gets here; a call
+// whose epilogue kParts leaves out returns cudaErrorInvalidValue.
 template <Epilogues kParts = Epilogues::kBoth, typename F>
 cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, uint8_t quant, F&& f) {
   constexpr bool kPlain = kParts != Epilogues::kExtended, kExtended = kParts != Epilogues::kPlain;

@@ -394,11 +394,13 @@ struct RowEpilogue {
     else
       static_cast<float*>(a.q_scales)[row * groups + g] = s;
   }
-  // The E4M3 scale of NVFP4 block c of `row`, in the call's layout.
-  __device__ __forceinline__ static void storeBlockScale(const RowArgs& a, int64_t row, int64_t c, uint8_t sf) {
-    uint8_t* p = static_cast<uint8_t*>(a.q_scales);
-    if (a.scale_layout == kLayoutSwizzled128x4) p[swizzled128x4(row, c, a.scale_cols)] = sf;
-    else p[row * (a.hidden / kNvfp4BlockSize) + c] = sf;
+  // Where the E4M3 scale of NVFP4 block 0 of `row` lies in the scale buffer (bytes), in the call's
+  // layout; blockScaleAt adds block c's place, in 32 bits (c < hidden / 16).
+  __device__ __forceinline__ static int64_t blockScaleRow(const RowArgs& a, int64_t row) {
+    return a.scale_layout == kLayoutSwizzled128x4 ? swizzled128x4(row, 0, a.scale_cols) : row * (a.hidden / kNvfp4BlockSize);
+  }
+  __device__ __forceinline__ static int blockScaleAt(const RowArgs& a, int c) {
+    return a.scale_layout == kLayoutSwizzled128x4 ? (c / 4) * 512 + c % 4 : c;  // swizzled128x4, within the row
   }
   // The padding of a tiled scale layout, as zeros, so that every byte of the buffer is written
   // once: this row's scale columns past the last group or block, and a share of the padding rows
@@ -463,9 +465,10 @@ struct RowEpilogue {
   // Compiled out where the epilogue has no quantized output (plain epilogue, kOnlyFormat none).
   static constexpr bool kQuantizes = kExt && kOnlyFormat != kQuantNone;
   struct RowQuant {
-    int64_t row;  // the row of the quantized outputs
-    float scale;  // the static or per-token FP8 scale, or the NVFP4 global scale
-    float inv;    // FP8: the scale's reciprocal
+    int64_t row;     // the row of the quantized outputs
+    float scale;     // the static or per-token FP8 scale, or the NVFP4 global scale
+    float inv;       // FP8: the scale's reciprocal
+    int64_t sf_row;  // NVFP4: blockScaleRow (once per row: the layouts' 64-bit arithmetic)
   };
   // The row's quantization scale: q_scale (static FP8, NVFP4), or for per-token FP8 the row's
   // maximum (maxOver(m) folds this thread's packs into m, rowMax reduces over the row's threads),
@@ -473,8 +476,9 @@ struct RowEpilogue {
   template <typename MaxOver, typename RowMax>
   __device__ __forceinline__ static RowQuant rowQuant(const RowArgs& a, int64_t local_row, float q_scale, int t, MaxOver&& maxOver,
                                                       RowMax&& rowMax) {
-    RowQuant rq{local_row + a.q_row0, q_scale, 0.f};
+    RowQuant rq{local_row + a.q_row0, q_scale, 0.f, 0};
     if constexpr (kQuantizes) {
+      if (isFormat(a, kQuantNvfp4)) rq.sf_row = blockScaleRow(a, rq.row);
       if (isFormat(a, kQuantFp8PerToken)) {
         float m = 0.f;
         maxOver(m);
@@ -528,7 +532,7 @@ struct RowEpilogue {
       mbits = groupMax<L>(mbits);
       const Nvfp4Block blk = nvfp4Block(bitsFloat(mbits), mbits > 0x7f800000u, rq.scale);
       if (active) {
-        if (i % L == 0) storeBlockScale(a, rq.row, i / L, blk.sf);
+        if (i % L == 0) static_cast<uint8_t*>(a.q_scales)[rq.sf_row + blockScaleAt(a, i / L)] = blk.sf;
         uint8_t b[VEC / 2];
 #pragma unroll
         for (int e = 0; e < VEC; e += 2) b[e / 2] = e2m1x2FromFloat(x(e) * blk.inv, x(e + 1) * blk.inv);

@@ -4,8 +4,8 @@
 //
 // Conversions are software (bit arithmetic, IEEE fp32 operations only), the same code on every
 // arch but one: E4M3 has conversion instructions from SM89 and E2M1 from SM100, but a hardware
-// conversion is used only where a test on that arch proves it equal: E4M3 on SM90 (the tests run on
-// H100/H200); no SM100/SM120 GPU is at hand, so those keep the software conversion. The
+// conversion is used only where a test on that arch proves it equal: E4M3, both ways, on SM90 (the
+// tests run on H100/H200); no SM100/SM120 GPU is at hand, so those keep the software conversion. The
 // tests compare these functions with an independent table-based reference on every bf16 and fp16
 // value and a large fp32 sample (NaN, infinities, -0.0, subnormals, ties included).
 #pragma once
@@ -88,12 +88,24 @@ ARF_HD uint16_t e4m3x2FromFloat(float lo, float hi) {
 // One value to E4M3 (e4m3Arithmetic's code, through the instruction on SM90).
 ARF_HD uint8_t e4m3FromFloat(float x) { return static_cast<uint8_t>(e4m3x2FromFloat(x, 0.f)); }
 
-// FP8 E4M3 -> fp32 (exact).
-ARF_HD float e4m3ToFloat(uint8_t c) {
+// FP8 E4M3 -> fp32 (exact): the arithmetic, on the host and on every arch but SM90.
+ARF_HD float e4m3ToFloatArithmetic(uint8_t c) {
   const uint32_t sign = static_cast<uint32_t>(c & 0x80) << 24, e = (c >> 3) & 15, m = c & 7;
   if (e == 15 && m == 7) return bitsFloat(sign | 0x7fc00000u);
   if (e == 0) return bitsFloat(sign | floatBits(static_cast<float>(m) * (1.f / 512.f)));
   return bitsFloat(sign | (e - 7 + 127) << 23 | m << 20);
+}
+
+// FP8 E4M3 -> fp32 (exact; the NVFP4 block scale's value). SM90: the conversion instruction to
+// fp16 (exact: every E4M3 value is an fp16 one), then fp16 -> fp32; the same value as
+// e4m3ToFloatArithmetic for every code, and a NaN, whose bits nothing reads, for the NaN codes.
+// Proven on all 256 codes by Quant.DeviceConversionsMatchTheReference on an H100.
+ARF_HD float e4m3ToFloat(uint8_t c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));
+#else
+  return e4m3ToFloatArithmetic(c);
+#endif
 }
 
 // fp32 -> FP4 E2M1 (bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6), rounded to nearest, ties to even,

@@ -26,9 +26,11 @@ __global__ void perturbKernel(uint32_t* p, size_t words) {
 }
 // The library's conversions (src/kernels/quant.h) as compiled for the device, as the epilogue calls
 // them: in pairs. Each input is converted as the low and as the high value of a pair (beside its
-// neighbour), and E4M3 also alone (the NVFP4 block scale's conversion); the outputs are the low
-// value's codes, and where any two of a value's codes disagree the E2M1 output is 0xff, which no
-// reference code equals, so the comparison fails.
+// neighbour), and E4M3 also alone (the NVFP4 block scale's conversion), and its code decoded back
+// (the block scale's value: the same bits as the arithmetic decode, or both NaN); the outputs are
+// the low value's codes, and where any two of a value's codes or decodes disagree the E2M1 output
+// is 0xff, which no reference code equals, so the comparison fails. The sample's E4M3 codes are
+// all 256.
 __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n) {
   using namespace arfusion::detail;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
@@ -36,7 +38,9 @@ __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, siz
     const uint16_t q_lo = e4m3x2FromFloat(x, other), q_hi = e4m3x2FromFloat(other, x);
     const uint8_t f_lo = e2m1x2FromFloat(x, other), f_hi = e2m1x2FromFloat(other, x);
     const uint8_t q = static_cast<uint8_t>(q_lo), f = static_cast<uint8_t>(f_lo & 15u);
-    const bool agree = q == (q_hi >> 8) && q == e4m3FromFloat(x) && f == (f_hi >> 4);
+    const float d = e4m3ToFloat(q), r = e4m3ToFloatArithmetic(q);
+    const bool decodes = (d != d && r != r) || floatBits(d) == floatBits(r);
+    const bool agree = q == (q_hi >> 8) && q == e4m3FromFloat(x) && f == (f_hi >> 4) && decodes;
     e4m3[i] = q;
     e2m1[i] = agree ? f : uint8_t(0xff);
   }
