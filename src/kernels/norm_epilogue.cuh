@@ -397,10 +397,10 @@ struct RowEpilogue {
   // Where the E4M3 scale of NVFP4 block 0 of `row` lies in the scale buffer (bytes), in the call's
   // layout; blockScaleAt adds block c's place, in 32 bits (c < hidden / 16).
   __device__ __forceinline__ static int64_t blockScaleRow(const RowArgs& a, int64_t row) {
-    return a.scale_layout == kLayoutSwizzled128x4 ? swizzled128x4(row, 0, a.scale_cols) : row * (a.hidden / kNvfp4BlockSize);
+    return a.scale_layout == kLayoutSwizzled128x4 ? swizzledRowPart(row, a.scale_cols) : row * (a.hidden / kNvfp4BlockSize);
   }
   __device__ __forceinline__ static int blockScaleAt(const RowArgs& a, int c) {
-    return a.scale_layout == kLayoutSwizzled128x4 ? (c / 4) * 512 + c % 4 : c;  // swizzled128x4, within the row
+    return a.scale_layout == kLayoutSwizzled128x4 ? swizzledColumnPart(c) : c;
   }
   // The padding of a tiled scale layout, as zeros, so that every byte of the buffer is written
   // once: this row's scale columns past the last group or block, and a share of the padding rows

@@ -181,9 +181,10 @@ ARF_HD int64_t scaleRows(uint8_t layout, int64_t tokens) {
 // NVFP4 swizzled 128x4 (the layout CUTLASS and TensorRT-LLM FP4 GEMMs read): the byte of row r and
 // scale column c, in a buffer of scaleRows rows and `cols` columns (hidden / 16 rounded up to 4):
 // tiles of 128 rows x 4 columns, 512 bytes each, row tiles outer; inside a tile, row r % 32 picks
-// a 16-byte line, (r % 128) / 32 a 4-byte word of it, c % 4 the byte.
-ARF_HD int64_t swizzled128x4(int64_t r, int64_t c, int64_t cols) {
-  return (r / 128) * (cols / 4) * 512 + (c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + (c % 4);
-}
+// a 16-byte line, (r % 128) / 32 a 4-byte word of it, c % 4 the byte. The row's part and the
+// column's part add up: the epilogue computes the row's once (64-bit) and a column's per block.
+ARF_HD int64_t swizzledRowPart(int64_t r, int64_t cols) { return (r / 128) * (cols / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4; }
+ARF_HD int swizzledColumnPart(int c) { return (c / 4) * 512 + c % 4; }
+ARF_HD int64_t swizzled128x4(int64_t r, int64_t c, int64_t cols) { return swizzledRowPart(r, cols) + swizzledColumnPart(int(c)); }
 
 }  // namespace arfusion::detail
