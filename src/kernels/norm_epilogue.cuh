@@ -489,6 +489,35 @@ struct RowEpilogue {
     }
     return rq;
   }
+  // The bits of pack o's largest magnitude as fp32 (magnitudes' bits order as the values do, every
+  // NaN above infinity: one integer maximum gives the absmax and whether there is a NaN). 16-bit
+  // elements two at a time (maxU16x2).
+  __device__ __forceinline__ static uint32_t packMagnitudeBits(const P& o) {
+    if constexpr (sizeof(T) == 2) {
+      uint32_t m = 0;
+#pragma unroll
+      for (int e = 0; e < VEC; e += 2) m = maxU16x2(m, pairWord(o, e) & 0x7fff7fffu);
+      const uint32_t h = max(m & 0xffffu, m >> 16);
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) return h << 16;
+      else return floatBits(__half2float(__ushort_as_half(static_cast<unsigned short>(h))));
+    } else {
+      uint32_t m = 0;
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) m = max(m, floatBits(toFloat(o.v[e])) & 0x7fffffffu);
+      return m;
+    }
+  }
+  // Elements e and e + 1 (e even) of a pack of 16-bit elements as one word, e in the low half.
+  __device__ __forceinline__ static uint32_t pairWord(const P& o, int e) {
+    uint32_t w;
+    memcpy(&w, &o.v[e], 4);
+    return w;
+  }
+  // The sign bits of elements e and e + 1 at bits 3 and 19 (e2m1LanesByte's places).
+  __device__ __forceinline__ static uint32_t pairSigns(const P& o, int e) {
+    if constexpr (sizeof(T) == 2) return (pairWord(o, e) >> 12) & 0x00080008u;
+    else return ((floatBits(toFloat(o.v[e])) >> 28) & 0x8u) | ((floatBits(toFloat(o.v[e + 1])) >> 12) & 0x80000u);
+  }
   __device__ __forceinline__ static float packAbsMax(const P& o) {
     float m = 0.f;
 #pragma unroll
@@ -524,18 +553,22 @@ struct RowEpilogue {
     auto x = [&](int e) { return active ? toFloat(o.v[e]) : 0.f; };
     if constexpr (kFormat == kQuantNvfp4) {
       constexpr int L = kNvfp4BlockSize / VEC;  // lanes per 16-element block
-      // The block's absolute maximum and whether it holds a NaN in one integer maximum of the
-      // magnitudes' bits (they order as the values do, and every NaN lies above infinity).
-      uint32_t mbits = 0;
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) mbits = max(mbits, floatBits(x(e)) & 0x7fffffffu);
-      mbits = groupMax<L>(mbits);
-      const Nvfp4Block blk = nvfp4Block(bitsFloat(mbits), mbits > 0x7f800000u, rq.scale);
+      // The block's absolute maximum and whether it holds a NaN (inactive packs are zeros).
+      const uint32_t mbits = groupMax<L>(packMagnitudeBits(o));
+      const float amax = bitsFloat(mbits);
+      const Nvfp4Block blk = nvfp4Block(amax, mbits > 0x7f800000u, rq.scale);
       if (active) {
         if (i % L == 0) static_cast<uint8_t*>(a.q_scales)[rq.sf_row + blockScaleAt(a, i / L)] = blk.sf;
+        // Two values at once (e2m1MagnitudeLanes) where every scaled magnitude is finite and below
+        // 16: the block's values finite and amax * inv < 16 (so inv is finite too, and no product
+        // is NaN: each value's code takes its own sign). Otherwise (a NaN or infinity in the
+        // block, a saturated scale, an infinite or NaN inv) value by value.
+        const bool lanes = mbits < 0x7f800000u && amax * blk.inv < 16.f;
         uint8_t b[VEC / 2];
 #pragma unroll
-        for (int e = 0; e < VEC; e += 2) b[e / 2] = e2m1x2FromFloat(x(e) * blk.inv, x(e + 1) * blk.inv);
+        for (int e = 0; e < VEC; e += 2)
+          b[e / 2] = lanes ? e2m1LanesByte(e2m1MagnitudeLanes(fabsf(x(e)) * blk.inv, fabsf(x(e + 1)) * blk.inv) | pairSigns(o, e))
+                           : e2m1x2FromFloat(x(e) * blk.inv, x(e + 1) * blk.inv);
         storeBytes(q + i * (VEC / 2), b);
       }
     } else {

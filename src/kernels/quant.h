@@ -131,6 +131,59 @@ ARF_HD uint8_t e2m1x2FromFloat(float lo, float hi) {
   return static_cast<uint8_t>(e2m1FromFloat(lo) | e2m1FromFloat(hi) << 4);
 }
 
+// ---- E2M1, two values at once: the epilogue's conversion where a block's scaled magnitudes are
+// finite and below 16 (norm_epilogue.cuh decides per block; other blocks take e2m1x2FromFloat).
+// Magnitude codes 0-7 are a piecewise-linear function of the magnitude v: 2v up to 2 (0, 0.5, 1,
+// 1.5, 2), v + 2 up to 4 (3, 4), v / 2 + 4 beyond (6), i.e. min(2v, v + 2, v / 2 + 4) (the lines
+// are concave), saturated at 7; and rounding that to the nearest integer, ties to even, is E2M1's
+// rounding (an even code is an even mantissa). rint is monotonic, so it commutes with the minimum:
+// each line is rounded once, by a fused multiply-add onto 2^23 (the fp32 ulp there is 1, so the
+// code lands in the low bits of 0x4b000000 + code), and the three rounded lines' minimum is taken
+// in integer arithmetic, two values at a time in 16-bit lanes. Floating-point multiply-adds and
+// one integer minimum per pair and line, where e2m1FromFloat is a dozen integer instructions per
+// value. Equal to e2m1FromFloat on every finite magnitude below 16 (the CPU and device tests).
+
+// Lane-wise minimum and maximum of two pairs of 16-bit unsigned integers: one instruction on
+// SM90 and later (min.u16x2 / max.u16x2), lane by lane elsewhere.
+ARF_HD uint32_t minU16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t d;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  const uint32_t lo = (a & 0xffffu) < (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
+  return ((a >> 16) < (b >> 16) ? (a >> 16) : (b >> 16)) << 16 | lo;
+#endif
+}
+ARF_HD uint32_t maxU16x2(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t d;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  const uint32_t lo = (a & 0xffffu) > (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
+  return ((a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16)) << 16 | lo;
+#endif
+}
+
+// The E2M1 magnitude codes of lo and hi (0 <= lo, hi < 16, neither NaN) in the 16-bit lanes of
+// one word: 0x4b000000 + (code(hi) << 16) + code(lo). The word of lo's rounded line plus hi's
+// times 2^16 (mod 2^32) keeps hi's code alone in the high lane above lo's 0x4b00, the same in
+// every line's word, so the lane-wise minimum is each value's; the last minimum saturates at 7.
+ARF_HD uint32_t e2m1MagnitudeLanes(float lo, float hi) {
+  constexpr float k2p23 = 8388608.f;
+  const auto lanes = [](float l, float h) { return floatBits(l) + floatBits(h) * 65536u; };
+  const uint32_t below2 = lanes(fmaf(lo, 2.f, k2p23), fmaf(hi, 2.f, k2p23));
+  const uint32_t below4 = lanes(lo + (k2p23 + 2.f), hi + (k2p23 + 2.f));
+  const uint32_t above4 = lanes(fmaf(lo, .5f, k2p23 + 4.f), fmaf(hi, .5f, k2p23 + 4.f));
+  return minU16x2(minU16x2(below2, below4), minU16x2(above4, 0x4b070007u));
+}
+
+// The E2M1 byte of two values from e2m1MagnitudeLanes with their signs OR-ed in (lo's at bit 3,
+// hi's at bit 19): lo's code in the low nibble. Times 2^16 + 2^4, byte 2 is lo's code (bits
+// 0-3 moved up 16) beside hi's (bits 16-19 moved up 4), with nothing carried into it.
+ARF_HD uint8_t e2m1LanesByte(uint32_t lanes) { return static_cast<uint8_t>((lanes * 0x10010u) >> 16); }
+
 ARF_HD float e2m1ToFloat(uint8_t c) {
   const float mag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
   return (c & 8) ? -mag[c & 7] : mag[c & 7];
