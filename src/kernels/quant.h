@@ -141,7 +141,9 @@ ARF_HD uint8_t e2m1x2FromFloat(float lo, float hi) {
 // code lands in the low bits of 0x4b000000 + code), and the three rounded lines' minimum is taken
 // in integer arithmetic, two values at a time in 16-bit lanes. Floating-point multiply-adds and
 // one integer minimum per pair and line, where e2m1FromFloat is a dozen integer instructions per
-// value. Equal to e2m1FromFloat on every finite magnitude below 16 (the CPU and device tests).
+// value. Equal to e2m1FromFloat on every fp32 magnitude below 16, with either sign, paired with
+// another (an exhaustive host comparison); the CPU and device tests keep it so on the conversion
+// sample.
 
 // Lane-wise minimum and maximum of two pairs of 16-bit unsigned integers: one instruction on
 // SM90 and later (min.u16x2 / max.u16x2), lane by lane elsewhere.
