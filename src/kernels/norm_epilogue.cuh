@@ -406,11 +406,10 @@ struct RowEpilogue {
   // once: this row's scale columns past the last group or block, and a share of the padding rows
   // (rows tokens .. scaleRows - 1). Threads t of `threads`.
   //   column-major, UE8M0: row r0 writes the padding rows r0 + j * tokens (j >= 1), at most 3.
-  //   swizzled 128x4: the padding rows all lie in the last 128-row tile, whose 16-byte lines row r0
-  //     splits into `tokens` equal chunks in memory order and writes the r0-th, consecutive threads
-  //     consecutive lines: one token's 127 padding rows, written by rows of words scattered over
-  //     every 512-byte tile, took one block several microseconds of uncoalesced stores, and a word
-  //     per store four times the instructions (one token's block writes the whole tile).
+  //   swizzled 128x4: the padding rows all lie in the last 128-row tile; its real rows share its
+  //     512-byte column tiles, a warp writing a whole one in 16-byte lines (one token's 127
+  //     padding rows, written by rows of words scattered over every tile, took one block several
+  //     microseconds of uncoalesced stores; one token's block writes the whole tile).
   __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
     const bool ue8m0 = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutUE8M0Packed;
     const bool colmajor = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutColumnMajor;
@@ -428,23 +427,24 @@ struct RowEpilogue {
       }
     }
     if (swizzled) {
-      // The last tile in 16-byte lines: line l holds rows first + l % 32 + 32 * s in its words
-      // s = 0..3, so a line whose first row is padding is padding whole (one 16-byte store where
-      // the buffer's alignment allows it).
-      const int first = rows - 128;  // the last tile's first row
+      // Padding rows lie in the last 128-row tile only, and the tile's real rows (j = r0 - first,
+      // of `real`) write it: row j the 512-byte column tiles w = j, j + real, ..., a warp per
+      // column tile, lane l its 16-byte line l, whose words s = 0..3 hold rows first + l + 32 s.
+      // Which words are padding depends on the lane alone: one 16-byte store for a line that is
+      // padding whole (where the buffer's alignment allows it), else a word per padding row.
+      const int first = rows - 128, real = tokens - first, j = r0 - first;
+      if (real == 128 || j < 0) return;
       uint8_t* tile = static_cast<uint8_t*>(a.q_scales) + size_t(first) * words * 4;
-      const int lines = words * 32;
-      const int chunk = (lines + tokens - 1) / tokens;
-      const int end = min(lines, (r0 + 1) * chunk);
-      const bool whole = reinterpret_cast<uintptr_t>(tile) % 16 == 0;
-      for (int l = r0 * chunk + t; l < end; l += threads) {
-        const int r = first + l % 32;
-        if (r >= tokens && whole) {
-          reinterpret_cast<uint4*>(tile)[l] = make_uint4(0, 0, 0, 0);
+      const int line_row = first + t % 32;
+      const bool whole = line_row >= tokens && reinterpret_cast<uintptr_t>(tile) % 16 == 0;
+      for (int w = j + real * (t / 32); w < words; w += real * (threads / 32)) {
+        uint32_t* line = reinterpret_cast<uint32_t*>(tile + size_t(w) * 512 + (t % 32) * 16);
+        if (whole) {
+          *reinterpret_cast<uint4*>(line) = make_uint4(0, 0, 0, 0);
         } else {
 #pragma unroll
           for (int s = 0; s < 4; ++s)
-            if (r + 32 * s >= tokens) reinterpret_cast<uint32_t*>(tile)[4 * l + s] = 0;
+            if (line_row + 32 * s >= tokens) line[s] = 0;
         }
       }
       return;
@@ -513,10 +513,11 @@ struct RowEpilogue {
     memcpy(&w, &o.v[e], 4);
     return w;
   }
-  // The sign bits of elements e and e + 1 at bits 3 and 19 (e2m1LanesByte's places).
+  // The sign bits of elements e and e + 1 at bits 15 and 31 (e2m1PairSigns; a pair of 16-bit
+  // elements as it is).
   __device__ __forceinline__ static uint32_t pairSigns(const P& o, int e) {
-    if constexpr (sizeof(T) == 2) return (pairWord(o, e) >> 12) & 0x00080008u;
-    else return ((floatBits(toFloat(o.v[e])) >> 28) & 0x8u) | ((floatBits(toFloat(o.v[e + 1])) >> 12) & 0x80000u);
+    if constexpr (sizeof(T) == 2) return pairWord(o, e);
+    else return e2m1PairSigns(o.v[e], o.v[e + 1]);
   }
   __device__ __forceinline__ static float packAbsMax(const P& o) {
     float m = 0.f;
@@ -548,7 +549,7 @@ struct RowEpilogue {
   }
   template <uint8_t kFormat>
   __device__ __forceinline__ static void quantizePackAs(const RowArgs& a, const RowQuant& rq, const P& o, int i, bool active) {
-    uint8_t* q = static_cast<uint8_t*>(a.q_out) + (kFormat == kQuantNvfp4 ? rq.row * a.hidden / 2 : rq.row * a.hidden);
+    uint8_t* q = static_cast<uint8_t*>(a.q_out) + (kFormat == kQuantNvfp4 ? rq.row * (a.hidden / 2) : rq.row * a.hidden);
     // Straight from the pack as stored (T), element by element.
     auto x = [&](int e) { return active ? toFloat(o.v[e]) : 0.f; };
     if constexpr (kFormat == kQuantNvfp4) {
@@ -562,13 +563,20 @@ struct RowEpilogue {
         // Two values at once (e2m1MagnitudeLanes) where every scaled magnitude is finite and below
         // 16: the block's values finite and amax * inv < 16 (so inv is finite too, and no product
         // is NaN: each value's code takes its own sign). Otherwise (a NaN or infinity in the
-        // block, a saturated scale, an infinite or NaN inv) value by value.
-        const bool lanes = mbits < 0x7f800000u && amax * blk.inv < 16.f;
-        uint8_t b[VEC / 2];
+        // block, a saturated scale, an infinite or NaN inv) value by value. One branch per pack:
+        // the pack's four-value groups all take the same conversion.
+        static_assert(VEC % 4 == 0, "the extended epilogue's packs hold 4 or 8 values");
+        uint16_t b[VEC / 4];  // E2M1 bytes of values e .. e + 3, in memory order
+        if (mbits < 0x7f800000u && amax * blk.inv < 16.f) {
+          const auto lanes = [&](int e) { return e2m1MagnitudeLanes(fabsf(x(e)) * blk.inv, fabsf(x(e + 1)) * blk.inv); };
 #pragma unroll
-        for (int e = 0; e < VEC; e += 2)
-          b[e / 2] = lanes ? e2m1LanesByte(e2m1MagnitudeLanes(fabsf(x(e)) * blk.inv, fabsf(x(e + 1)) * blk.inv) | pairSigns(o, e))
-                           : e2m1x2FromFloat(x(e) * blk.inv, x(e + 1) * blk.inv);
+          for (int e = 0; e < VEC; e += 4) b[e / 4] = e2m1Bytes(lanes(e), lanes(e + 2), pairSigns(o, e), pairSigns(o, e + 2));
+        } else {
+#pragma unroll
+          for (int e = 0; e < VEC; e += 4)
+            b[e / 4] = static_cast<uint16_t>(e2m1x2FromFloat(x(e) * blk.inv, x(e + 1) * blk.inv) |
+                                             e2m1x2FromFloat(x(e + 2) * blk.inv, x(e + 3) * blk.inv) << 8);
+        }
         storeBytes(q + i * (VEC / 2), b);
       }
     } else {

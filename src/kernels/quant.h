@@ -145,28 +145,22 @@ ARF_HD uint8_t e2m1x2FromFloat(float lo, float hi) {
 // another (an exhaustive host comparison); the CPU and device tests keep it so on the conversion
 // sample.
 
-// Lane-wise minimum and maximum of two pairs of 16-bit unsigned integers: one instruction on
-// SM90 and later (min.u16x2 / max.u16x2), lane by lane elsewhere.
-ARF_HD uint32_t minU16x2(uint32_t a, uint32_t b) {
+// Lane-wise minimum (kMax false) or maximum of two pairs of 16-bit unsigned integers: one
+// instruction on SM90 and later (min.u16x2 / max.u16x2), lane by lane elsewhere.
+template <bool kMax>
+ARF_HD uint32_t extremumU16x2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t d;
-  asm("min.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  if constexpr (kMax) asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  else asm("min.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 #else
-  const uint32_t lo = (a & 0xffffu) < (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
-  return ((a >> 16) < (b >> 16) ? (a >> 16) : (b >> 16)) << 16 | lo;
+  const auto pick = [](uint32_t x, uint32_t y) { return (x > y) == kMax ? x : y; };
+  return pick(a >> 16, b >> 16) << 16 | pick(a & 0xffffu, b & 0xffffu);
 #endif
 }
-ARF_HD uint32_t maxU16x2(uint32_t a, uint32_t b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t d;
-  asm("max.u16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-#else
-  const uint32_t lo = (a & 0xffffu) > (b & 0xffffu) ? (a & 0xffffu) : (b & 0xffffu);
-  return ((a >> 16) > (b >> 16) ? (a >> 16) : (b >> 16)) << 16 | lo;
-#endif
-}
+ARF_HD uint32_t minU16x2(uint32_t a, uint32_t b) { return extremumU16x2<false>(a, b); }
+ARF_HD uint32_t maxU16x2(uint32_t a, uint32_t b) { return extremumU16x2<true>(a, b); }
 
 // The E2M1 magnitude codes of lo and hi (0 <= lo, hi < 16, neither NaN) in the 16-bit lanes of
 // one word: 0x4b000000 + (code(hi) << 16) + code(lo). The word of lo's rounded line plus hi's
@@ -181,10 +175,24 @@ ARF_HD uint32_t e2m1MagnitudeLanes(float lo, float hi) {
   return minU16x2(minU16x2(below2, below4), minU16x2(above4, 0x4b070007u));
 }
 
-// The E2M1 byte of two values from e2m1MagnitudeLanes with their signs OR-ed in (lo's at bit 3,
-// hi's at bit 19): lo's code in the low nibble. Times 2^16 + 2^4, byte 2 is lo's code (bits
-// 0-3 moved up 16) beside hi's (bits 16-19 moved up 4), with nothing carried into it.
-ARF_HD uint8_t e2m1LanesByte(uint32_t lanes) { return static_cast<uint8_t>((lanes * 0x10010u) >> 16); }
+// The sign bits of a pair of values where a pair of 16-bit values has them: lo's at bit 15, hi's
+// at bit 31 (a word of two bf16 or fp16 values is its own; e2m1Bytes reads only these bits).
+ARF_HD uint32_t e2m1PairSigns(float lo, float hi) {
+  return ((floatBits(lo) >> 16) & 0x8000u) | (floatBits(hi) & 0x80000000u);
+}
+
+// The two E2M1 bytes of four values, in memory order: pair a (values 0, 1) and pair b (values 2,
+// 3) as e2m1MagnitudeLanes words, with their sign words (bits 15 and 31, e2m1PairSigns). The
+// lanes' low bytes interleave into w (value 0's code at bits 0-3, 2's at 8-11, 1's at 16-19, 3's
+// at 24-27), each sign goes to its code's bit 3, and w | w >> 12 moves values 1 and 3 beside 0
+// and 2: byte 0 is value 0 | value 1 << 4, byte 1 value 2 | value 3 << 4. Bits 4-7 and 12-15 of
+// w are zero (codes are below 16), so nothing else lands there.
+ARF_HD uint16_t e2m1Bytes(uint32_t lanes_a, uint32_t lanes_b, uint32_t signs_a, uint32_t signs_b) {
+  const uint32_t codes = (lanes_a & 0x00ff00ffu) | (lanes_b & 0x00ff00ffu) << 8;
+  const uint32_t signs = ((signs_a >> 8) & 0x00800080u) | (signs_b & 0x80008000u);  // bits 7, 15, 23, 31
+  const uint32_t w = codes | ((signs >> 4) & 0x08080808u);
+  return static_cast<uint16_t>(w | w >> 12);
+}
 
 ARF_HD float e2m1ToFloat(uint8_t c) {
   const float mag[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
@@ -238,7 +246,12 @@ ARF_HD int64_t scaleRows(uint8_t layout, int64_t tokens) {
 // tiles of 128 rows x 4 columns, 512 bytes each, row tiles outer; inside a tile, row r % 32 picks
 // a 16-byte line, (r % 128) / 32 a 4-byte word of it, c % 4 the byte. The row's part and the
 // column's part add up: the epilogue computes the row's once (64-bit) and a column's per block.
-ARF_HD int64_t swizzledRowPart(int64_t r, int64_t cols) { return (r / 128) * (cols / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4; }
+// r >= 0 (unsigned arithmetic: shifts and masks, where signed division by 128 and 32 costs a
+// dozen instructions on the device).
+ARF_HD int64_t swizzledRowPart(int64_t r, int64_t cols) {
+  const uint64_t u = static_cast<uint64_t>(r);
+  return static_cast<int64_t>((u >> 7) * (static_cast<uint64_t>(cols) >> 2) * 512 + (u & 31) * 16 + ((u >> 5) & 3) * 4);
+}
 ARF_HD int swizzledColumnPart(int c) { return (c / 4) * 512 + c % 4; }
 ARF_HD int64_t swizzled128x4(int64_t r, int64_t c, int64_t cols) { return swizzledRowPart(r, cols) + swizzledColumnPart(int(c)); }
 

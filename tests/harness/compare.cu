@@ -41,12 +41,11 @@ __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, siz
     const uint8_t q = static_cast<uint8_t>(q_lo), f = static_cast<uint8_t>(f_lo & 15u);
     const float d = e4m3ToFloat(q), r = e4m3ToFloatArithmetic(q);
     const bool decodes = (d != d && r != r) || floatBits(d) == floatBits(r);
-    const auto lanes = [](float lo, float hi) {  // as norm_epilogue.cuh's fast path: signs at bits 3 and 19
-      const uint32_t signs = ((floatBits(lo) >> 28) & 0x8u) | ((floatBits(hi) >> 12) & 0x80000u);
-      return e2m1LanesByte(e2m1MagnitudeLanes(fabsf(lo), fabsf(hi)) | signs);
-    };
+    // As norm_epilogue.cuh's fast path: the pair and the pair swapped as the two pairs of four values.
+    const uint16_t lanes = e2m1Bytes(e2m1MagnitudeLanes(fabsf(x), fabsf(other)), e2m1MagnitudeLanes(fabsf(other), fabsf(x)),
+                                     e2m1PairSigns(x, other), e2m1PairSigns(other, x));
     const bool small = fabsf(x) < 16.f && fabsf(other) < 16.f;  // false for NaN
-    const bool pairs = !small || (lanes(x, other) == f_lo && lanes(other, x) == f_hi);
+    const bool pairs = !small || lanes == (f_lo | f_hi << 8);
     const bool agree = q == (q_hi >> 8) && q == e4m3FromFloat(x) && f == (f_hi >> 4) && decodes && pairs;
     e4m3[i] = q;
     e2m1[i] = agree ? f : uint8_t(0xff);
