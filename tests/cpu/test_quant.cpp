@@ -30,15 +30,13 @@ TEST(Quant, ConversionsGiveTheNearestCodeTiesToEven) {
   EXPECT_EQ(bad2, 0);
   EXPECT_GT(sample.size(), size_t(1) << 22);
   // E2M1 two at a time (the epilogue's conversion where a block's scaled magnitudes are finite and
-  // below 16), each value beside its neighbour in the sample, as the epilogue calls it: the pair
-  // and the pair swapped as the two pairs of four values, signs from e2m1PairSigns. Every such
+  // below 16), each value beside its neighbour in the sample (e2m1BytesOfPairAndSwap). Every such
   // value must be covered, ties and their neighbours included.
   int64_t bad_lanes = 0, lanes = 0;
   for (size_t i = 0; i + 1 < sample.size(); ++i) {
     const float lo = sample[i], hi = sample[i + 1];
     if (!(std::fabs(lo) < 16.f && std::fabs(hi) < 16.f)) continue;
-    const uint16_t got = e2m1Bytes(e2m1MagnitudeLanes(std::fabs(lo), std::fabs(hi)), e2m1MagnitudeLanes(std::fabs(hi), std::fabs(lo)),
-                                   e2m1PairSigns(lo, hi), e2m1PairSigns(hi, lo));
+    const uint16_t got = arftest::e2m1BytesOfPairAndSwap(lo, hi);
     const uint16_t want = static_cast<uint16_t>(e2m1x2FromFloat(lo, hi) | e2m1x2FromFloat(hi, lo) << 8);
     ++lanes;
     if (got != want && bad_lanes++ < 5)

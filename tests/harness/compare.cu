@@ -9,6 +9,7 @@
 
 #include "gpu_harness.h"
 #include "kernels/quant.h"
+#include "quant_ref.h"
 
 namespace arftest {
 namespace {
@@ -41,9 +42,7 @@ __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, siz
     const uint8_t q = static_cast<uint8_t>(q_lo), f = static_cast<uint8_t>(f_lo & 15u);
     const float d = e4m3ToFloat(q), r = e4m3ToFloatArithmetic(q);
     const bool decodes = (d != d && r != r) || floatBits(d) == floatBits(r);
-    // As norm_epilogue.cuh's fast path: the pair and the pair swapped as the two pairs of four values.
-    const uint16_t lanes = e2m1Bytes(e2m1MagnitudeLanes(fabsf(x), fabsf(other)), e2m1MagnitudeLanes(fabsf(other), fabsf(x)),
-                                     e2m1PairSigns(x, other), e2m1PairSigns(other, x));
+    const uint16_t lanes = arftest::e2m1BytesOfPairAndSwap(x, other);  // norm_epilogue.cuh's fast path
     const bool small = fabsf(x) < 16.f && fabsf(other) < 16.f;  // false for NaN
     const bool pairs = !small || lanes == (f_lo | f_hi << 8);
     const bool agree = q == (q_hi >> 8) && q == e4m3FromFloat(x) && f == (f_hi >> 4) && decodes && pairs;

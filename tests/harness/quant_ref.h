@@ -11,8 +11,19 @@
 #include <vector>
 
 #include "arfusion/arfusion.h"
+#include "kernels/quant.h"
 
 namespace arftest {
+
+// The E2M1 bytes of values a, b, b, a by the epilogue's four-value conversion (two
+// e2m1MagnitudeLanes words, signs from e2m1PairSigns, e2m1Bytes), valid where |a|, |b| < 16. The CPU
+// and device conversion tests compare it with the pair conversion, each sample value beside its
+// neighbour: every value of the sample as the low and as the high value of a pair.
+ARF_HD uint16_t e2m1BytesOfPairAndSwap(float a, float b) {
+  using namespace arfusion::detail;
+  return e2m1Bytes(e2m1MagnitudeLanes(fabsf(a), fabsf(b)), e2m1MagnitudeLanes(fabsf(b), fabsf(a)), e2m1PairSigns(a, b),
+                   e2m1PairSigns(b, a));
+}
 
 uint8_t e4m3Nearest(double x);
 uint8_t e2m1Nearest(double x);
