@@ -38,8 +38,8 @@ namespace arfusion::detail {
 // the peers), and so is gamma of each thread's first vector; the other vectors' gamma comes after
 // the block reduction (gamma of every vector early spilled the add-RMSNorm kernel at 3 blocks per SM).
 // kAllGammaEarly: with kVpt <= 2, every vector's gamma is loaded before sumFn: 4-8 more live
-// registers, so only in the kernels that have them to spare (the one-shots and the flag two-shot;
-// the Lamport two-shot spilled with it).
+// registers, so only in the kernels that have them to spare (the one-shots without a quantized
+// output and the flag two-shot; the Lamport two-shot spilled with it).
 // kExt: the extended epilogue (RowArgs::ext): residual_in may be null (zero), residual_out and
 // norm_out may be null, Gemma weights, and a quantized copy of the normalised row (quantizeRow).
 // Rows in registers only (validate.cpp), one block or half a block per row, never a cluster.
@@ -134,22 +134,24 @@ struct RowEpilogue {
     const T* gamma = static_cast<const T*>(a.gamma);
     constexpr int kEarly = kAllGammaEarly && kVpt <= 2 ? kVpt : 1;  // the note above the struct
     inRegisters<kNorm, kCluster, kEarly>(
-        a, row, sh, [&](int, int64_t i) { return loadPack<T, VEC>(res_in + i * VEC); },
+        a, row, sh, [&](int, int64_t i, bool has) { return loadPackOrZero<T, VEC>(res_in + i * VEC, has); },
         [&](int, int64_t i) { return loadPack<T, VEC>(gamma + i * VEC); }, [&](int, int64_t i) { return sumFn(i); });
   }
 
-  // The row in registers with residual_in (r[k]) and gamma (g[k], for the norm) of vector
-  // tid + k * kThreads already loaded by the caller; sumFn(k, i) returns the reduced pack of that
-  // vector i. Ops with a residual only; rows of at most kThreads * kVpt vectors.
+  // The row in registers with residual_in (r[k], zeros for an extended call without one) and gamma
+  // (g[k], for the norm) of vector tid + k * kThreads already loaded by the caller; sumFn(k, i)
+  // returns the reduced pack of that vector i. Ops with a residual only; rows of at most
+  // kThreads * kVpt vectors.
   template <bool kCluster, typename SumFn>
   __device__ __forceinline__ static void runHeld(const RowArgs& a, int64_t row, Shared& sh, const P* r, const P* g,
                                                  SumFn&& sumFn) {
-    inRegisters<kNormAtRuntime, kCluster, 0>(a, row, sh, [&](int k, int64_t) { return r[k]; },
+    inRegisters<kNormAtRuntime, kCluster, 0>(a, row, sh, [&](int k, int64_t, bool) { return r[k]; },
                                              [&](int k, int64_t) { return g[k]; }, sumFn);
   }
 
   // The core of both: vector i = tid + k * kThreads of the row has its residual_in from
-  // residualOf(k, i), its gamma from gammaOf(k, i) and its reduced sum from sumFn(k, i).
+  // residualOf(k, i, has_residual) (zeros where has_residual is false), its gamma from
+  // gammaOf(k, i) and its reduced sum from sumFn(k, i).
   // residual_in, and gamma of the first kEarly vectors, are asked for before sumFn (which, in the
   // fused kernels, waits for the peers), so their loads are in flight during the wait.
   template <int kNorm, bool kCluster, int kEarly, typename ResidualOf, typename GammaOf, typename SumFn>
@@ -173,7 +175,7 @@ struct RowEpilogue {
     for (int k = 0; k < kVpt; ++k) {
       const int64_t i = tid + int64_t(k) * kThreads;
       if (i < nvec) {
-        const P r = has_residual ? residualOf(k, i) : zeroPack();
+        const P r = residualOf(k, i, has_residual);
         if (k < kEarly && norm) g[k] = gammaOf(k, i);
         ro[k] = addResidual(sumFn(k, i), r, ss);
         if (store_residual) storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[k]);
@@ -192,6 +194,10 @@ struct RowEpilogue {
     // NVFP4 ran 4-12% faster at 16-512 rows than when they converted a kept row).
     constexpr bool kKeep = kOnlyFormat == kQuantFp8PerToken;
     P kept[kKeep ? kVpt : 1];
+    // A kernel of FP8 static or per-token output converts a pack inside the branch that computes
+    // it: those formats need no other lane's pack, and a pack chosen between zeros and the
+    // normalised values after the branch costs a select per element.
+    constexpr bool kInBranch = kOnlyFormat == kQuantFp8 || kOnlyFormat == kQuantFp8PerToken;
     const RowQuant rq = rowQuant(a, row, q_scale, tid, [&](float& m) {
 #pragma unroll
       for (int k = 0; k < kVpt; ++k) {
@@ -219,8 +225,9 @@ struct RowEpilogue {
           o = normOf(k, i);
           storeNorm(a, base, i, o);
         }
+        if constexpr (kInBranch) quantizePack(a, rq, o, int(i), true);
       }
-      quantizePack(a, rq, o, int(i), active);  // every lane: the group maxima shuffle
+      if constexpr (!kInBranch) quantizePack(a, rq, o, int(i), active);  // every lane: the group maxima shuffle
     }
     finishRowQuant(a, rq, tid, kThreads);
   }
@@ -252,7 +259,7 @@ struct RowEpilogue {
       for (int k = 0; k < kVpt; ++k) {
         const int64_t i = t + h * kHalf + int64_t(k) * kThreads;
         if (i < nvec) {
-          const P r = has_residual ? loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC) : zeroPack();
+          const P r = loadPackOrZero<T, VEC>(static_cast<const T*>(a.residual_in) + base + i * VEC, has_residual);
           ro[h][k] = addResidual(sumFn(i), r, ss[h]);
           if (store_residual) storePackEvictFirst<T, VEC>(static_cast<T*>(a.residual_out) + base + i * VEC, ro[h][k]);
         }
@@ -302,10 +309,12 @@ struct RowEpilogue {
 
  private:
   // ---- the extended epilogue's pieces (kExt) --------------------------------------------------
-  __device__ __forceinline__ static P zeroPack() {
-    P z;
-    memset(&z, 0, sizeof z);
-    return z;
+  // x / D of a non-negative x, D a power of two: a shift (signed division, which rounds toward
+  // zero, costs two or three more instructions: the index math below runs once per row or block).
+  template <int D, typename I>
+  __device__ __forceinline__ static I quotient(I x) {
+    static_assert(D > 0 && (D & (D - 1)) == 0, "a power of two");
+    return static_cast<I>(static_cast<std::make_unsigned_t<I>>(x) / D);
   }
   // norm_out pack i of the row at element `base` (an extended call may leave norm_out out).
   __device__ __forceinline__ static void storeNorm(const RowArgs& a, int64_t base, int64_t i, const P& o) {
@@ -388,7 +397,7 @@ struct RowEpilogue {
   __device__ __forceinline__ static void storeGroupScale(const RowArgs& a, int64_t row, int64_t g, float s) {
     const int64_t groups = a.hidden / kFp8GroupSize;
     if (a.scale_layout == kLayoutUE8M0Packed)
-      static_cast<uint8_t*>(a.q_scales)[4 * ((g / 4) * a.scale_rows + row) + g % 4] = ue8m0Byte(s);
+      static_cast<uint8_t*>(a.q_scales)[4 * (quotient<4>(g) * a.scale_rows + row) + (g & 3)] = ue8m0Byte(s);
     else if (a.scale_layout == kLayoutColumnMajor)
       static_cast<float*>(a.q_scales)[g * a.scale_rows + row] = s;
     else
@@ -397,7 +406,7 @@ struct RowEpilogue {
   // Where the E4M3 scale of NVFP4 block 0 of `row` lies in the scale buffer (bytes), in the call's
   // layout; blockScaleAt adds block c's place, in 32 bits (c < hidden / 16).
   __device__ __forceinline__ static int64_t blockScaleRow(const RowArgs& a, int64_t row) {
-    return a.scale_layout == kLayoutSwizzled128x4 ? swizzledRowPart(row, a.scale_cols) : row * (a.hidden / kNvfp4BlockSize);
+    return a.scale_layout == kLayoutSwizzled128x4 ? swizzledRowPart(row, a.scale_cols) : row * quotient<kNvfp4BlockSize>(a.hidden);
   }
   __device__ __forceinline__ static int blockScaleAt(const RowArgs& a, int c) {
     return a.scale_layout == kLayoutSwizzled128x4 ? swizzledColumnPart(c) : c;
@@ -406,9 +415,9 @@ struct RowEpilogue {
   // once: this row's scale columns past the last group or block, and a share of the padding rows
   // (rows tokens .. scaleRows - 1). Threads t of `threads`.
   //   column-major, UE8M0: row r0 writes the padding rows r0 + j * tokens (j >= 1), at most 3.
-  //   swizzled 128x4: the padding rows all lie in the last 128-row tile; its real rows share its
-  //     512-byte column tiles, a warp writing a whole one in 16-byte lines (one token's 127
-  //     padding rows, written by rows of words scattered over every tile, took one block several
+  //   swizzled 128x4: the padding rows all lie in the last 128-row tile; its real rows share it,
+  //     a warp writing a column tile's padding lines in 16-byte stores (one token's 127 padding
+  //     rows, written by rows of words scattered over every tile, took one block several
   //     microseconds of uncoalesced stores; one token's block writes the whole tile).
   __device__ __forceinline__ static void writeScalePadding(const RowArgs& a, int64_t row, int t, int threads) {
     const bool ue8m0 = isFormat(a, kQuantFp8PerGroup) && a.scale_layout == kLayoutUE8M0Packed;
@@ -418,8 +427,8 @@ struct RowEpilogue {
     // 32-bit arithmetic: a scale buffer's rows and words are far below 2^31.
     const int r0 = static_cast<int>(row), tokens = static_cast<int>(a.q_tokens), rows = static_cast<int>(a.scale_rows);
     const int scale_cols = static_cast<int>(a.scale_cols);
-    const int cols = static_cast<int>(swizzled ? a.hidden / kNvfp4BlockSize : a.hidden / kFp8GroupSize);
-    const int words = ue8m0 ? (cols + 3) / 4 : swizzled ? scale_cols / 4 : cols;  // entries per row
+    const int cols = static_cast<int>(swizzled ? quotient<kNvfp4BlockSize>(a.hidden) : quotient<kFp8GroupSize>(a.hidden));
+    const int words = ue8m0 ? quotient<4>(cols + 3) : swizzled ? quotient<4>(scale_cols) : cols;  // entries per row
     if (t == 0) {  // this row's columns past the last one, up to a whole word
       for (int c = cols; c < words * 4 && (ue8m0 || swizzled); ++c) {
         if (ue8m0) static_cast<uint8_t*>(a.q_scales)[4 * ((c / 4) * rows + r0) + c % 4] = 0;
@@ -428,25 +437,34 @@ struct RowEpilogue {
     }
     if (swizzled) {
       // Padding rows lie in the last 128-row tile only, and the tile's real rows (j = r0 - first,
-      // of `real`) write it: row j the 512-byte column tiles w = j, j + real, ..., a warp per
-      // column tile, lane l its 16-byte line l, whose words s = 0..3 hold rows first + l + 32 s.
-      // Which words are padding depends on the lane alone: one 16-byte store for a line that is
-      // padding whole (where the buffer's alignment allows it), else a word per padding row.
+      // of `real`) write it. Line l of a 512-byte column tile holds rows first + l + 32 s in its
+      // words s = 0..3. Lines l >= real are padding whole: row j writes them in the column tiles
+      // w = j, j + real, ..., a warp per column tile, lane l its line (one 16-byte store where the
+      // buffer's alignment allows it). Lines l < real hold real rows and padding: row j = l writes
+      // its own line's padding words (s >= 1 with j + 32 s >= real) in every column tile. Which
+      // lanes store depends on the lane or the row alone: no warp runs both kinds.
       const int first = rows - 128, real = tokens - first, j = r0 - first;
       if (real == 128 || j < 0) return;
       uint8_t* tile = static_cast<uint8_t*>(a.q_scales) + size_t(first) * words * 4;
-      const int line_row = first + t % 32;
-      const bool whole = line_row >= tokens && reinterpret_cast<uintptr_t>(tile) % 16 == 0;
-      for (int w = j + real * (t / 32); w < words; w += real * (threads / 32)) {
-        uint32_t* line = reinterpret_cast<uint32_t*>(tile + size_t(w) * 512 + (t % 32) * 16);
-        if (whole) {
-          *reinterpret_cast<uint4*>(line) = make_uint4(0, 0, 0, 0);
-        } else {
-#pragma unroll
-          for (int s = 0; s < 4; ++s)
-            if (line_row + 32 * s >= tokens) line[s] = 0;
-        }
+      const int lane = t & 31;
+      if (lane >= real) {
+        const int w0 = j + real * quotient<32>(t), step = real * quotient<32>(threads);
+        uint8_t* lines = tile + lane * 16;
+        if (reinterpret_cast<uintptr_t>(tile) % 16 == 0)  // (a loop per kind of store: no line issues both)
+          for (int w = w0; w < words; w += step) *reinterpret_cast<uint4*>(lines + size_t(w) * 512) = make_uint4(0, 0, 0, 0);
+        else
+          for (int w = w0; w < words; w += step) {
+            uint32_t* line = reinterpret_cast<uint32_t*>(lines + size_t(w) * 512);
+            line[0] = line[1] = line[2] = line[3] = 0;
+          }
       }
+      if (j < 32)
+        for (int w = t; w < words; w += threads) {
+          uint32_t* line = reinterpret_cast<uint32_t*>(tile + size_t(w) * 512 + j * 16);
+#pragma unroll
+          for (int s = 1; s < 4; ++s)
+            if (j + 32 * s >= real) line[s] = 0;
+        }
       return;
     }
     const int shadows = (rows - r0 - 1) / tokens;  // padding rows this row writes
@@ -549,17 +567,17 @@ struct RowEpilogue {
   }
   template <uint8_t kFormat>
   __device__ __forceinline__ static void quantizePackAs(const RowArgs& a, const RowQuant& rq, const P& o, int i, bool active) {
-    uint8_t* q = static_cast<uint8_t*>(a.q_out) + (kFormat == kQuantNvfp4 ? rq.row * (a.hidden / 2) : rq.row * a.hidden);
-    // Straight from the pack as stored (T), element by element.
-    auto x = [&](int e) { return active ? toFloat(o.v[e]) : 0.f; };
+    uint8_t* q = static_cast<uint8_t*>(a.q_out) + (kFormat == kQuantNvfp4 ? rq.row * quotient<2>(a.hidden) : rq.row * a.hidden);
+    // Straight from the pack as stored (T), element by element (an inactive pack is zeros).
+    auto x = [&](int e) { return toFloat(o.v[e]); };
     if constexpr (kFormat == kQuantNvfp4) {
       constexpr int L = kNvfp4BlockSize / VEC;  // lanes per 16-element block
-      // The block's absolute maximum and whether it holds a NaN (inactive packs are zeros).
+      // The block's absolute maximum and whether it holds a NaN.
       const uint32_t mbits = groupMax<L>(packMagnitudeBits(o));
       const float amax = bitsFloat(mbits);
       const Nvfp4Block blk = nvfp4Block(amax, mbits > 0x7f800000u, rq.scale);
       if (active) {
-        if (i % L == 0) static_cast<uint8_t*>(a.q_scales)[rq.sf_row + blockScaleAt(a, i / L)] = blk.sf;
+        if (i % L == 0) static_cast<uint8_t*>(a.q_scales)[rq.sf_row + blockScaleAt(a, quotient<L>(i))] = blk.sf;
         // Two values at once (e2m1MagnitudeLanes) where every scaled magnitude is finite and below
         // 16: the block's values finite and amax * inv < 16 (so inv is finite too, and no product
         // is NaN: each value's code takes its own sign). Otherwise (a NaN or infinity in the
@@ -588,7 +606,7 @@ struct RowEpilogue {
         for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(x(e)));
         const float s = fp8Scale(groupMax<L>(m), a.pow2_scales || a.scale_layout == kLayoutUE8M0Packed);
         inv = fp8Inverse(s);
-        if (active && i % L == 0) storeGroupScale(a, rq.row, i / L, s);
+        if (active && i % L == 0) storeGroupScale(a, rq.row, quotient<L>(i), s);
       }
       if (active) {
         uint16_t b[VEC / 2];  // two E4M3 values each, the lower element in the low byte

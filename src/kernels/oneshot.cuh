@@ -40,7 +40,7 @@ namespace {
 
 template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt, int kFormat>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kFormat>;
+  using Epi = RowEpilogue<T, VEC, kVpt, kFormat == kQuantNone, kExt, kFormat>;  // as the Lamport kernel's
   using P = Pack<T, VEC>;
   __shared__ typename Epi::Shared sh;
   gridDependencyWait<kSync>();
@@ -100,7 +100,9 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport one-shot is the GridDependency kernel");
   static_assert(!kHeld || (kVpt <= 2 && !kCluster), "held operands: one block per row, at most two vectors per thread");
   static_assert(!kExt || !kCluster, "the extended epilogue: one block per row");
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kFormat>;
+  // Every vector's gamma before the waits (kAllGammaEarly) except with a quantized output, whose
+  // conversions need those registers (with it, ptxas spilled more in the two-rank kernels).
+  using Epi = RowEpilogue<T, VEC, kVpt, kFormat == kQuantNone, kExt, kFormat>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
@@ -162,8 +164,8 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
         const int64_t i = tid + int64_t(k) * kThreads;
         if (i < nvec) {
           mine[k] = lamportSanitize(loadPack<T, VEC>(in + row0 * a.hidden + i * VEC));
-          // (An extended call's null residual_in is not loaded: its epilogue adds zeros instead.)
-          if (!kExt || a.residual_in) hres[k] = loadPack<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC);
+          // (An extended call's null residual_in is not loaded: zeros instead.)
+          hres[k] = loadPackOrZero<T, VEC>(static_cast<const T*>(a.residual_in) + row0 * a.hidden + i * VEC, !kExt || a.residual_in);
           if (a.op == Op::kAllReduceAddRMSNorm) hgam[k] = loadPack<T, VEC>(static_cast<const T*>(a.gamma) + i * VEC);
         }
       }

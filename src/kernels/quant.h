@@ -252,7 +252,7 @@ ARF_HD int64_t swizzledRowPart(int64_t r, int64_t cols) {
   const uint64_t u = static_cast<uint64_t>(r);
   return static_cast<int64_t>((u >> 7) * (static_cast<uint64_t>(cols) >> 2) * 512 + (u & 31) * 16 + ((u >> 5) & 3) * 4);
 }
-ARF_HD int swizzledColumnPart(int c) { return (c / 4) * 512 + c % 4; }
+ARF_HD int swizzledColumnPart(int c) { return (c >> 2) * 512 + (c & 3); }  // c >= 0: shifts, not signed division
 ARF_HD int64_t swizzled128x4(int64_t r, int64_t c, int64_t cols) { return swizzledRowPart(r, cols) + swizzledColumnPart(int(c)); }
 
 }  // namespace arfusion::detail

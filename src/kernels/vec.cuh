@@ -52,6 +52,22 @@ __device__ __forceinline__ Pack<T, VEC> loadPack(const T* p) {
   }
 }
 
+// loadPack where `load` is true, else zeros; the choice is made on the loaded words (four selects
+// of a 16-byte pack), not element by element after they are unpacked.
+template <typename T, int VEC>
+__device__ __forceinline__ Pack<T, VEC> loadPackOrZero(const T* p, bool load) {
+  Pack<T, VEC> v;
+  if constexpr (sizeof(Pack<T, VEC>) == 16) {
+    uint4 raw = make_uint4(0, 0, 0, 0);
+    if (load) raw = *reinterpret_cast<const uint4*>(p);
+    memcpy(&v, &raw, 16);
+  } else {
+    memset(&v, 0, sizeof v);
+    if (load) v = *reinterpret_cast<const Pack<T, VEC>*>(p);
+  }
+  return v;
+}
+
 // Loads data written by another GPU: cached in L2 only, never in the (non-coherent) L1.
 template <typename T, int VEC>
 __device__ __forceinline__ Pack<T, VEC> loadPackCg(const T* p) {
