@@ -5,6 +5,8 @@
 //   * expectedQuant: the bytes a call must write (values, and the whole scale buffer with its
 //     zero padding) from the norm_out it wrote, by the recipe of docs/design.md, "Quantized outputs".
 //   * dequantized: a row's values back in fp64, for the error bound against norm_out.
+// And one adapter that is not a reference: e2m1BytesOfPairAndSwap calls the library's four-value
+// E2M1 conversion the way the epilogue does, so that the CPU and device tests check that one call.
 #pragma once
 
 #include <cstdint>
