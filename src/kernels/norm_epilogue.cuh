@@ -334,7 +334,7 @@ struct RowEpilogue {
     P o;
 #pragma unroll
     for (int e = 0; e < VEC; ++e)
-      o.v[e] = fromFloat<T>(toFloat(z.v[e]) * scale * (gemma ? 1.f + toFloat(g.v[e]) : toFloat(g.v[e])));
+      o.v[e] = fromFloat<T>(elementOf(z, e) * scale * (gemma ? 1.f + elementOf(g, e) : elementOf(g, e)));
     return o;
   }
   // The maximum over the L consecutive lanes of a group (L a power of two, aligned), on every lane:
@@ -540,7 +540,7 @@ struct RowEpilogue {
   __device__ __forceinline__ static float packAbsMax(const P& o) {
     float m = 0.f;
 #pragma unroll
-    for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(toFloat(o.v[e])));
+    for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(elementOf(o, e)));
     return m;
   }
   // Pack o (norm_out as stored, T) of vector i, if active, in the call's format. One body per
@@ -569,7 +569,7 @@ struct RowEpilogue {
   __device__ __forceinline__ static void quantizePackAs(const RowArgs& a, const RowQuant& rq, const P& o, int i, bool active) {
     uint8_t* q = static_cast<uint8_t*>(a.q_out) + (kFormat == kQuantNvfp4 ? rq.row * quotient<2>(a.hidden) : rq.row * a.hidden);
     // Straight from the pack as stored (T), element by element (an inactive pack is zeros).
-    auto x = [&](int e) { return toFloat(o.v[e]); };
+    auto x = [&](int e) { return elementOf(o, e); };
     if constexpr (kFormat == kQuantNvfp4) {
       constexpr int L = kNvfp4BlockSize / VEC;  // lanes per 16-element block
       // The block's absolute maximum and whether it holds a NaN.
@@ -618,12 +618,18 @@ struct RowEpilogue {
   }
 
   // residual_out of one pack: z = T(sum + residual) per element; adds z^2 to ss in element order
-  // (every path's per-thread order, so every path gives the same bits).
+  // (every path's per-thread order, so every path gives the same bits). The extended epilogue reads
+  // the inputs pair by pair (elementOf: the same values, fewer instructions); the plain kernels
+  // keep the element reads they were measured with.
   __device__ __forceinline__ static P addResidual(const P& s, const P& r, float& ss) {
+    const auto in = [](const P& p, int e) {
+      if constexpr (kExt) return elementOf(p, e);
+      else return toFloat(p.v[e]);
+    };
     P z;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) {
-      z.v[e] = fromFloat<T>(toFloat(s.v[e]) + toFloat(r.v[e]));
+      z.v[e] = fromFloat<T>(in(s, e) + in(r, e));
       const float f = toFloat(z.v[e]);
       ss += f * f;
     }

@@ -32,6 +32,28 @@ struct alignas(sizeof(T) * VEC) Pack {
   T v[VEC];
 };
 
+// toFloat(p.v[e]), read from the 32-bit word that holds elements e & ~1 and e | 1 of a pack of
+// 16-bit elements: a bf16's fp32 bits are its own shifted up (the even element) or masked (the odd
+// one), one instruction, and an fp16 converts from its half of the pair. Reading p.v[e] alone made
+// the compiler keep each odd element in a register of its own (a permute to split it off the
+// converted pair, another to join them for the store). Packs of whole pairs only.
+template <typename T, int VEC>
+__device__ __forceinline__ float elementOf(const Pack<T, VEC>& p, int e) {
+  if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+    uint32_t w;
+    memcpy(&w, &p.v[e & ~1], 4);
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      return __uint_as_float(e % 2 == 0 ? w << 16 : w & 0xffff0000u);
+    } else {
+      __half2 h;
+      memcpy(&h, &w, 4);
+      return e % 2 == 0 ? __low2float(h) : __high2float(h);
+    }
+  } else {
+    return toFloat(p.v[e]);
+  }
+}
+
 // The bits of one element: bit-pattern tests (Lamport sentinel), single-element stores.
 template <typename T>
 using ElemBits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
