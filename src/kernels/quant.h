@@ -220,6 +220,21 @@ ARF_HD float fp8Inverse(float scale) { return 1.f / scale; }
 // The UE8M0 byte of a power-of-two scale: its biased exponent.
 ARF_HD uint8_t ue8m0Byte(float pow2_scale) { return static_cast<uint8_t>(floatBits(pow2_scale) >> 23); }
 
+// a / 6 (the NVFP4 block scale's absmax / 6), the same bits as the division in fewer
+// instructions: where 2^-64 <= a <= 2^64, q0 = a * RN(1/6) is within an ulp of the quotient, the
+// remainder a - 6 * q0 is exact in one fused multiply-add, and q0 + remainder * RN(1/6) rounds to
+// the quotient (Markstein's correction). Scaling a by 2^k scales every step exactly as long as no
+// step leaves the normal range, which the bounds keep, so one binade's mantissas decide every a in
+// them (Quant.DivisionBySixIsTheQuotient checks them all). Elsewhere (0, tiny, huge, infinity,
+// NaN) the division itself; the device's division checks its range on every call and refines a
+// hardware reciprocal of 6 it could have known.
+ARF_HD float overSix(float a) {
+  constexpr float kSixth = 1.f / 6.f;  // rounded to nearest once, at compile time
+  if (!(a >= 0x1p-64f && a <= 0x1p64f)) return a / kE2M1Max;
+  const float q0 = a * kSixth;
+  return fmaf(fmaf(-kE2M1Max, q0, a), kSixth, q0);
+}
+
 // NVFP4's block scale and the factor its values are multiplied by: sf = E4M3(G * (absmax / 6)),
 // inv = G / float(sf) (0 where sf is 0). A block with a NaN gets the NaN scale (0x7f).
 struct Nvfp4Block {
@@ -227,7 +242,7 @@ struct Nvfp4Block {
   float inv;
 };
 ARF_HD Nvfp4Block nvfp4Block(float absmax, bool has_nan, float global_scale) {
-  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * (absmax / kE2M1Max));
+  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * overSix(absmax));
   const float f = e4m3ToFloat(sf);
   return {sf, f == 0.f ? 0.f : global_scale / f};
 }

@@ -90,6 +90,33 @@ TEST(Quant, ScalesOfTheDynamicFormats) {
   EXPECT_EQ(nvfp4Block(1.f, true, 1.f).sf & 0x7f, 0x7f);  // a NaN block carries a NaN scale
 }
 
+// overSix (the NVFP4 block scale's absmax / 6) against the division: every mantissa of the binade
+// [1, 2) (its fast path scales exactly to every binade inside [2^-64, 2^64], quant.h), the edge
+// binades of that range, and 2^22 random bit patterns of either sign, NaN and infinities included.
+TEST(Quant, DivisionBySixIsTheQuotient) {
+  int64_t bad = 0, checked = 0;
+  auto check = [&](float a) {
+    const float got = overSix(a), want = a / 6.f;
+    ++checked;
+    if (floatBits(got) != floatBits(want) && !(std::isnan(got) && std::isnan(want)) && bad++ < 5)
+      ADD_FAILURE() << "overSix(" << a << ") = " << got << ", a / 6 = " << want;
+  };
+  for (uint32_t m = 0; m < (1u << 23); ++m) check(bitsFloat(0x3f800000u | m));
+  for (uint32_t m = 0; m < (1u << 23); m += 7) {
+    check(bitsFloat((127u - 64) << 23 | m));  // [2^-64, 2^-63)
+    check(bitsFloat((127u + 63) << 23 | m));  // [2^63, 2^64)
+  }
+  for (float a : {0.f, -0.f, 0x1p-64f, 0x1p64f, std::nextafter(0x1p-64f, 0.f), std::nextafter(0x1p64f, INFINITY), 1e-40f,
+                  3.4e38f, INFINITY, -INFINITY, NAN, 6.f, 3.f, 1.f, 448.f * 6})
+    check(a);
+  uint64_t x = 88172645463325252ull;  // xorshift64
+  for (int i = 0; i < (1 << 22); ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    check(bitsFloat(static_cast<uint32_t>(x)));
+  }
+  EXPECT_EQ(bad, 0) << "of " << checked;
+}
+
 // Every (row, column) of a swizzled 128x4 buffer has its own byte, and all bytes are used.
 TEST(Quant, Swizzled128x4IsABijection) {
   for (int64_t tokens : {1, 127, 128, 129, 300})
