@@ -250,10 +250,10 @@ struct OneShot {
     if constexpr (!kExt)
       if (cluster) return oneShotLamportKernel<T, VEC, kVpt, G, true, false, kWorld, false, kQuantNone>;  // holds operands by a branch
     // The extended epilogue holds a one-row unit's operands as the plain one does (rows of up to two
-    // vectors per thread), but with a per-group FP8 or NVFP4 output at one vector only: at two,
-    // those formats' registers spilled 120-200 bytes and 16 x 8192 bf16 ran 4-6% slower held than
-    // not (FP8 static and per-token: 5-7% faster held; H100, a local group of two).
-    constexpr bool kHeavyFormat = kFormat == kQuantFp8PerGroup || kFormat == kQuantNvfp4;
+    // vectors per thread), but with an NVFP4 output at one vector only: at two, its two-rank kernel
+    // spills 52 bytes (bf16) and ran no faster held than not (16 x 8192, H100, a local group of
+    // two), where per-group FP8, spilling nothing held, ran 7% faster.
+    constexpr bool kHeavyFormat = kFormat == kQuantNvfp4;
     if constexpr (kVpt <= (kHeavyFormat ? 1 : 2))
       if (held) return oneShotLamportKernel<T, VEC, kVpt, G, false, true, kWorld, kExt, kFormat>;
     return oneShotLamportKernel<T, VEC, kVpt, G, false, false, kWorld, kExt, kFormat>;
