@@ -226,8 +226,8 @@ ARF_HD uint8_t ue8m0Byte(float pow2_scale) { return static_cast<uint8_t>(floatBi
 // the quotient (Markstein's correction). Scaling a by 2^k scales every step exactly as long as no
 // step leaves the normal range, which the bounds keep, so one binade's mantissas decide every a in
 // them (Quant.DivisionBySixIsTheQuotient checks them all). Elsewhere (0, tiny, huge, infinity,
-// NaN) the division itself; the device's division checks its range on every call and refines a
-// hardware reciprocal of 6 it could have known.
+// NaN) the division itself. Three instructions and a range test, where the compiler's division
+// took 11 on SM90 (it refines a hardware reciprocal of 6 and checks its range on every call).
 ARF_HD float overSix(float a) {
   constexpr float kSixth = 1.f / 6.f;  // rounded to nearest once, at compile time
   if (!(a >= 0x1p-64f && a <= 0x1p64f)) return a / kE2M1Max;
