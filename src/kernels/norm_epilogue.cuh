@@ -525,12 +525,6 @@ struct RowEpilogue {
       return m;
     }
   }
-  // Elements e and e + 1 (e even) of a pack of 16-bit elements as one word, e in the low half.
-  __device__ __forceinline__ static uint32_t pairWord(const P& o, int e) {
-    uint32_t w;
-    memcpy(&w, &o.v[e], 4);
-    return w;
-  }
   // The sign bits of elements e and e + 1 at bits 15 and 31 (e2m1PairSigns; a pair of 16-bit
   // elements as it is).
   __device__ __forceinline__ static uint32_t pairSigns(const P& o, int e) {

@@ -32,16 +32,24 @@ struct alignas(sizeof(T) * VEC) Pack {
   T v[VEC];
 };
 
+// Elements e and e + 1 (e even) of a pack of 16-bit elements as one word, e in the low half.
+template <typename T, int VEC>
+__device__ __forceinline__ uint32_t pairWord(const Pack<T, VEC>& p, int e) {
+  static_assert(sizeof(T) == 2 && VEC % 2 == 0, "packs of whole pairs of 16-bit elements");
+  uint32_t w;
+  memcpy(&w, &p.v[e], 4);
+  return w;
+}
+
 // toFloat(p.v[e]), read from the 32-bit word that holds elements e & ~1 and e | 1 of a pack of
 // 16-bit elements: a bf16's fp32 bits are its own shifted up (the even element) or masked (the odd
 // one), one instruction, and an fp16 converts from its half of the pair. Reading p.v[e] alone made
 // the compiler keep each odd element in a register of its own (a permute to split it off the
-// converted pair, another to join them for the store). Packs of whole pairs only.
+// converted pair, another to join them for the store). Other packs: toFloat(p.v[e]).
 template <typename T, int VEC>
 __device__ __forceinline__ float elementOf(const Pack<T, VEC>& p, int e) {
   if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
-    uint32_t w;
-    memcpy(&w, &p.v[e & ~1], 4);
+    const uint32_t w = pairWord(p, e & ~1);
     if constexpr (std::is_same_v<T, __nv_bfloat16>) {
       return __uint_as_float(e % 2 == 0 ? w << 16 : w & 0xffff0000u);
     } else {
