@@ -185,7 +185,7 @@ struct RowEpilogue {
     const float scale = rowScale<kCluster>(a, sh, ss);
     auto normOf = [&](int k, int64_t i) {
       const P gk = k < kEarly ? g[k] : gammaOf(k, i);
-      return kExt ? normalizedExt(ro[k], scale, gk, a.gemma) : normalized(ro[k], scale, gk);
+      return kExt ? normalizedExt(ro[k], scale, gk, gammaOffset(a)) : normalized(ro[k], scale, gk);
     };
     // A per-token quantized output needs the row's maximum before any conversion: a first pass
     // over the normalised packs. A kernel of that format alone keeps them (kKeep) and stores
@@ -279,7 +279,7 @@ struct RowEpilogue {
     const T* gamma = static_cast<const T*>(a.gamma);
     auto normOf = [&](int h, int k, int64_t i) {
       const P gk = loadPack<T, VEC>(gamma + i * VEC);
-      return kExt ? normalizedExt(ro[h][k], scale, gk, a.gemma) : normalized(ro[h][k], scale, gk);
+      return kExt ? normalizedExt(ro[h][k], scale, gk, gammaOffset(a)) : normalized(ro[h][k], scale, gk);
     };
     const RowQuant rq = rowQuant(a, row, q_scale, t, [&](float& m) {
 #pragma unroll
@@ -329,14 +329,17 @@ struct RowEpilogue {
   __device__ __forceinline__ static float quantScaleIn(const RowArgs& a) {
     return isFormat(a, kQuantFp8) || isFormat(a, kQuantNvfp4) ? *a.q_scale_in : 0.f;
   }
-  // norm_out of one pack with the option of Gemma weights: T(z * scale * (1 + gamma)).
-  __device__ __forceinline__ static P normalizedExt(const P& z, float scale, const P& g, bool gemma) {
+  // norm_out of one pack with the option of Gemma weights: T(z * scale * (gamma + w)), w the
+  // weight offset (gammaOffset): 1 for Gemma weights, -0.0 otherwise, which gives gamma itself for
+  // every gamma, -0.0 and NaN included (x + -0.0 == x in IEEE arithmetic), so the plain weights'
+  // bits without a select per element.
+  __device__ __forceinline__ static P normalizedExt(const P& z, float scale, const P& g, float w) {
     P o;
 #pragma unroll
-    for (int e = 0; e < VEC; ++e)
-      o.v[e] = fromFloat<T>(elementOf(z, e) * scale * (gemma ? 1.f + elementOf(g, e) : elementOf(g, e)));
+    for (int e = 0; e < VEC; ++e) o.v[e] = fromFloat<T>(elementOf(z, e) * scale * (elementOf(g, e) + w));
     return o;
   }
+  __device__ __forceinline__ static float gammaOffset(const RowArgs& a) { return a.gemma ? 1.f : -0.f; }
   // The maximum over the L consecutive lanes of a group (L a power of two, aligned), on every lane:
   // of floats (fmaxf: a NaN loses) or of unsigned bits.
   __device__ __forceinline__ static float maxOf(float a, float b) { return fmaxf(a, b); }
