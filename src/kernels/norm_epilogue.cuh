@@ -576,13 +576,13 @@ struct RowEpilogue {
       if (active) {
         if (i % L == 0) static_cast<uint8_t*>(a.q_scales)[rq.sf_row + blockScaleAt(a, quotient<L>(i))] = blk.sf;
         // Two values at once (e2m1MagnitudeLanes) where every scaled magnitude is finite and below
-        // 16: the block's values finite and amax * inv < 16 (so inv is finite too, and no product
+        // 7: the block's values finite and amax * inv < 7 (so inv is finite too, and no product
         // is NaN: each value's code takes its own sign). Otherwise (a NaN or infinity in the
         // block, a saturated scale, an infinite or NaN inv) value by value. One branch per pack:
         // the pack's four-value groups all take the same conversion.
         static_assert(VEC % 4 == 0, "the extended epilogue's packs hold 4 or 8 values");
         uint16_t b[VEC / 4];  // E2M1 bytes of values e .. e + 3, in memory order
-        if (mbits < 0x7f800000u && amax * blk.inv < 16.f) {
+        if (mbits < 0x7f800000u && amax * blk.inv < kE2M1LanesLimit) {
           const auto lanes = [&](int e) { return e2m1MagnitudeLanes(fabsf(x(e)) * blk.inv, fabsf(x(e + 1)) * blk.inv); };
 #pragma unroll
           for (int e = 0; e < VEC; e += 4) b[e / 4] = e2m1Bytes(lanes(e), lanes(e + 2), pairSigns(o, e), pairSigns(o, e + 2));

@@ -73,13 +73,17 @@ ARF_HD uint8_t e4m3Arithmetic(float x) {
 // Two values to E4M3, lo in the low byte: the epilogue converts a pack's pairs. SM90: the
 // conversion instruction (cvt.rn.satfinite.e4m3x2.f32), one for both values; it writes every NaN
 // as 0x7f, and OR-ing in each input's sign bit gives e4m3Arithmetic's code for every input (every
-// other result already carries its input's sign). Proven bit-equal to e4m3Arithmetic, in both
-// bytes, on every bf16 and fp16 value and 2^24 fp32 samples by Quant.DeviceConversionsMatchTheReference
-// on an H100.
+// other result already carries its input's sign). The sign bits come from one byte permute in its
+// sign-replicating mode (selector nibble 0xb: byte 3 of lo, its top bit over the whole byte; 0xf:
+// byte 3 of hi), masked to bits 7 and 15. Proven bit-equal to e4m3Arithmetic, in both bytes, on
+// every bf16 and fp16 value and 2^24 fp32 samples by Quant.DeviceConversionsMatchTheReference on
+// an H100.
 ARF_HD uint16_t e4m3x2FromFloat(float lo, float hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
   const uint16_t q = static_cast<uint16_t>(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
-  return static_cast<uint16_t>(q | ((floatBits(lo) >> 24) & 0x80u) | ((floatBits(hi) >> 16) & 0x8000u));
+  uint32_t signs;
+  asm("prmt.b32 %0, %1, %2, 0xfb;" : "=r"(signs) : "r"(floatBits(lo)), "r"(floatBits(hi)));
+  return static_cast<uint16_t>(q | (signs & 0x8080u));
 #else
   return static_cast<uint16_t>(e4m3Arithmetic(lo) | e4m3Arithmetic(hi) << 8);
 #endif
@@ -132,18 +136,22 @@ ARF_HD uint8_t e2m1x2FromFloat(float lo, float hi) {
 }
 
 // ---- E2M1, two values at once: the epilogue's conversion where a block's scaled magnitudes are
-// finite and below 16 (norm_epilogue.cuh decides per block; other blocks take e2m1x2FromFloat).
-// Magnitude codes 0-7 are a piecewise-linear function of the magnitude v: 2v up to 2 (0, 0.5, 1,
-// 1.5, 2), v + 2 up to 4 (3, 4), v / 2 + 4 beyond (6), i.e. min(2v, v + 2, v / 2 + 4) (the lines
-// are concave), saturated at 7; and rounding that to the nearest integer, ties to even, is E2M1's
+// finite and below kE2M1LanesLimit (norm_epilogue.cuh decides per block; other blocks take
+// e2m1x2FromFloat). Magnitude codes 0-7 are a piecewise-linear function of the magnitude v: 2v up
+// to 2 (0, 0.5, 1, 1.5, 2), v + 2 up to 4 (3, 4), v / 2 + 4 beyond (6), i.e. min(2v, v + 2,
+// v / 2 + 4) (the lines are concave), which stays below 7.5 for v < 7, so needs no saturation
+// there; and rounding that to the nearest integer, ties to even, is E2M1's
 // rounding (an even code is an even mantissa). rint is monotonic, so it commutes with the minimum:
 // each line is rounded once, by a fused multiply-add onto 2^23 (the fp32 ulp there is 1, so the
 // code lands in the low bits of 0x4b000000 + code), and the three rounded lines' minimum is taken
 // in integer arithmetic, two values at a time in 16-bit lanes. Floating-point multiply-adds and
-// one integer minimum per pair and line, where e2m1FromFloat is a dozen integer instructions per
-// value. Equal to e2m1FromFloat on every fp32 magnitude below 16, with either sign, paired with
+// one integer minimum per pair of lines, where e2m1FromFloat is a dozen integer instructions per
+// value. Equal to e2m1FromFloat on every fp32 magnitude below 7, with either sign, paired with
 // another (an exhaustive host comparison); the CPU and device tests keep it so on the conversion
-// sample.
+// sample. A block's largest scaled magnitude is at most 6 * 16/15 where its scale is a normal E4M3
+// value (rounding G * absmax / 6 to three mantissa bits loses at most 1/16 of it), so only blocks
+// with subnormal or saturated scales, or NaN and infinite values, take the value-by-value path.
+constexpr float kE2M1LanesLimit = 7.f;
 
 // Lane-wise minimum (kMax false) or maximum of two pairs of 16-bit unsigned integers: one
 // instruction on SM90 and later (min.u16x2 / max.u16x2), lane by lane elsewhere.
@@ -162,17 +170,17 @@ ARF_HD uint32_t extremumU16x2(uint32_t a, uint32_t b) {
 ARF_HD uint32_t minU16x2(uint32_t a, uint32_t b) { return extremumU16x2<false>(a, b); }
 ARF_HD uint32_t maxU16x2(uint32_t a, uint32_t b) { return extremumU16x2<true>(a, b); }
 
-// The E2M1 magnitude codes of lo and hi (0 <= lo, hi < 16, neither NaN) in the 16-bit lanes of
-// one word: 0x4b000000 + (code(hi) << 16) + code(lo). The word of lo's rounded line plus hi's
-// times 2^16 (mod 2^32) keeps hi's code alone in the high lane above lo's 0x4b00, the same in
-// every line's word, so the lane-wise minimum is each value's; the last minimum saturates at 7.
+// The E2M1 magnitude codes of lo and hi (0 <= lo, hi < kE2M1LanesLimit, neither NaN) in the 16-bit
+// lanes of one word: 0x4b000000 + (code(hi) << 16) + code(lo). The word of lo's rounded line plus
+// hi's times 2^16 (mod 2^32) keeps hi's code alone in the high lane above lo's 0x4b00, the same in
+// every line's word, so the lane-wise minimum is each value's.
 ARF_HD uint32_t e2m1MagnitudeLanes(float lo, float hi) {
   constexpr float k2p23 = 8388608.f;
   const auto lanes = [](float l, float h) { return floatBits(l) + floatBits(h) * 65536u; };
   const uint32_t below2 = lanes(fmaf(lo, 2.f, k2p23), fmaf(hi, 2.f, k2p23));
   const uint32_t below4 = lanes(lo + (k2p23 + 2.f), hi + (k2p23 + 2.f));
   const uint32_t above4 = lanes(fmaf(lo, .5f, k2p23 + 4.f), fmaf(hi, .5f, k2p23 + 4.f));
-  return minU16x2(minU16x2(below2, below4), minU16x2(above4, 0x4b070007u));
+  return minU16x2(minU16x2(below2, below4), above4);
 }
 
 // The sign bits of a pair of values where a pair of 16-bit values has them: lo's at bit 15, hi's
@@ -181,15 +189,29 @@ ARF_HD uint32_t e2m1PairSigns(float lo, float hi) {
   return ((floatBits(lo) >> 16) & 0x8000u) | (floatBits(hi) & 0x80000000u);
 }
 
+// Bytes of a (0-3) and b (4-7) picked by the four selector nibbles of s, lowest first (the
+// byte-permute instruction, __byte_perm, without its sign-replicating modes).
+ARF_HD uint32_t bytePerm(uint32_t a, uint32_t b, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(a, b, s);
+#else
+  const uint64_t ab = uint64_t(b) << 32 | a;
+  uint32_t d = 0;
+  for (int k = 0; k < 4; ++k) d |= static_cast<uint32_t>((ab >> (8 * ((s >> (4 * k)) & 7))) & 0xffu) << (8 * k);
+  return d;
+#endif
+}
+
 // The two E2M1 bytes of four values, in memory order: pair a (values 0, 1) and pair b (values 2,
-// 3) as e2m1MagnitudeLanes words, with their sign words (bits 15 and 31, e2m1PairSigns). The
-// lanes' low bytes interleave into w (value 0's code at bits 0-3, 2's at 8-11, 1's at 16-19, 3's
-// at 24-27), each sign goes to its code's bit 3, and w | w >> 12 moves values 1 and 3 beside 0
+// 3) as e2m1MagnitudeLanes words, with their sign words (bits 15 and 31, e2m1PairSigns). One byte
+// permute gathers the lanes' low bytes into w (value 0's code at bits 0-3, 2's at 8-11, 1's at
+// 16-19, 3's at 24-27), another the sign words' bytes 1 and 3 in the same order (the signs at
+// bits 7, 15, 23, 31), shifted onto each code's bit 3; w | w >> 12 moves values 1 and 3 beside 0
 // and 2: byte 0 is value 0 | value 1 << 4, byte 1 value 2 | value 3 << 4. Bits 4-7 and 12-15 of
-// w are zero (codes are below 16), so nothing else lands there.
+// w are zero (codes are below 8), so nothing else lands there.
 ARF_HD uint16_t e2m1Bytes(uint32_t lanes_a, uint32_t lanes_b, uint32_t signs_a, uint32_t signs_b) {
-  const uint32_t codes = (lanes_a & 0x00ff00ffu) | (lanes_b & 0x00ff00ffu) << 8;
-  const uint32_t signs = ((signs_a >> 8) & 0x00800080u) | (signs_b & 0x80008000u);  // bits 7, 15, 23, 31
+  const uint32_t codes = bytePerm(lanes_a, lanes_b, 0x6240u);
+  const uint32_t signs = bytePerm(signs_a, signs_b, 0x7351u);
   const uint32_t w = codes | ((signs >> 4) & 0x08080808u);
   return static_cast<uint16_t>(w | w >> 12);
 }
@@ -199,10 +221,30 @@ ARF_HD float e2m1ToFloat(uint8_t c) {
   return (c & 8) ? -mag[c & 7] : mag[c & 7];
 }
 
+// a / D for the divisors of the scales, D = 6 (an NVFP4 block scale's absmax / 6) and D = 448 (a
+// dynamic FP8 scale's absmax / 448): the same bits as the division in fewer instructions. Where
+// 2^-64 <= a <= 2^64, q0 = a * RN(1/D) is within an ulp of the quotient, the remainder a - D * q0
+// is exact in one fused multiply-add, and q0 + remainder * RN(1/D) rounds to the quotient
+// (Markstein's correction), which holds for these two divisors (it does not for every divisor).
+// Scaling a by 2^k scales every step exactly as long as no step leaves the normal range, which the
+// bounds keep, so one binade's mantissas decide every a in them (Quant.QuotientsAreTheDivision
+// checks them all). Elsewhere (0, tiny, huge, infinity, NaN) the division itself. Three
+// instructions and a range test, where the compiler's division took 11 on SM90 (it refines a
+// hardware reciprocal and checks its range on every call).
+template <int D>
+ARF_HD float quotientBy(float a) {
+  static_assert(D == 6 || D == 448, "proven for these divisors only");
+  constexpr float kRecip = 1.f / D;  // rounded to nearest once, at compile time
+  if (!(a >= 0x1p-64f && a <= 0x1p64f)) return a / static_cast<float>(D);
+  const float q0 = a * kRecip;
+  return fmaf(fmaf(-static_cast<float>(D), q0, a), kRecip, q0);
+}
+
 // A dynamic FP8 scale from an absolute maximum: absmax / 448, at least kFp8MinScale; with `pow2`,
 // rounded up to a power of two (a UE8M0 exponent).
 ARF_HD float fp8Scale(float absmax, bool pow2) {
-  float s = fmaxf(absmax / kE4M3Max, kFp8MinScale);
+  static_assert(kE4M3Max == 448.f, "quotientBy<448>");
+  float s = fmaxf(quotientBy<448>(absmax), kFp8MinScale);
   if (pow2) {
     const uint32_t b = floatBits(s);
     if ((b & 0x7fffffu) != 0 && (b >> 23) < 254) s = bitsFloat(((b >> 23) + 1) << 23);
@@ -220,21 +262,6 @@ ARF_HD float fp8Inverse(float scale) { return 1.f / scale; }
 // The UE8M0 byte of a power-of-two scale: its biased exponent.
 ARF_HD uint8_t ue8m0Byte(float pow2_scale) { return static_cast<uint8_t>(floatBits(pow2_scale) >> 23); }
 
-// a / 6 (the NVFP4 block scale's absmax / 6), the same bits as the division in fewer
-// instructions: where 2^-64 <= a <= 2^64, q0 = a * RN(1/6) is within an ulp of the quotient, the
-// remainder a - 6 * q0 is exact in one fused multiply-add, and q0 + remainder * RN(1/6) rounds to
-// the quotient (Markstein's correction). Scaling a by 2^k scales every step exactly as long as no
-// step leaves the normal range, which the bounds keep, so one binade's mantissas decide every a in
-// them (Quant.DivisionBySixIsTheQuotient checks them all). Elsewhere (0, tiny, huge, infinity,
-// NaN) the division itself. Three instructions and a range test, where the compiler's division
-// took 11 on SM90 (it refines a hardware reciprocal of 6 and checks its range on every call).
-ARF_HD float overSix(float a) {
-  constexpr float kSixth = 1.f / 6.f;  // rounded to nearest once, at compile time
-  if (!(a >= 0x1p-64f && a <= 0x1p64f)) return a / kE2M1Max;
-  const float q0 = a * kSixth;
-  return fmaf(fmaf(-kE2M1Max, q0, a), kSixth, q0);
-}
-
 // NVFP4's block scale and the factor its values are multiplied by: sf = E4M3(G * (absmax / 6)),
 // inv = G / float(sf) (0 where sf is 0). A block with a NaN gets the NaN scale (0x7f).
 struct Nvfp4Block {
@@ -242,7 +269,7 @@ struct Nvfp4Block {
   float inv;
 };
 ARF_HD Nvfp4Block nvfp4Block(float absmax, bool has_nan, float global_scale) {
-  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * overSix(absmax));
+  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * quotientBy<6>(absmax));
   const float f = e4m3ToFloat(sf);
   return {sf, f == 0.f ? 0.f : global_scale / f};
 }

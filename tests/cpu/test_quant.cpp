@@ -30,12 +30,12 @@ TEST(Quant, ConversionsGiveTheNearestCodeTiesToEven) {
   EXPECT_EQ(bad2, 0);
   EXPECT_GT(sample.size(), size_t(1) << 22);
   // E2M1 two at a time (the epilogue's conversion where a block's scaled magnitudes are finite and
-  // below 16), each value beside its neighbour in the sample (e2m1BytesOfPairAndSwap). Every such
+  // below kE2M1LanesLimit), each value beside its neighbour in the sample (e2m1BytesOfPairAndSwap). Every such
   // value must be covered, ties and their neighbours included.
   int64_t bad_lanes = 0, lanes = 0;
   for (size_t i = 0; i + 1 < sample.size(); ++i) {
     const float lo = sample[i], hi = sample[i + 1];
-    if (!(std::fabs(lo) < 16.f && std::fabs(hi) < 16.f)) continue;
+    if (!(std::fabs(lo) < kE2M1LanesLimit && std::fabs(hi) < kE2M1LanesLimit)) continue;
     const uint16_t got = arftest::e2m1BytesOfPairAndSwap(lo, hi);
     const uint16_t want = static_cast<uint16_t>(e2m1x2FromFloat(lo, hi) | e2m1x2FromFloat(hi, lo) << 8);
     ++lanes;
@@ -90,16 +90,18 @@ TEST(Quant, ScalesOfTheDynamicFormats) {
   EXPECT_EQ(nvfp4Block(1.f, true, 1.f).sf & 0x7f, 0x7f);  // a NaN block carries a NaN scale
 }
 
-// overSix (the NVFP4 block scale's absmax / 6) against the division: every mantissa of the binade
-// [1, 2) (its fast path scales exactly to every binade inside [2^-64, 2^64], quant.h), the edge
-// binades of that range, and 2^22 random bit patterns of either sign, NaN and infinities included.
-TEST(Quant, DivisionBySixIsTheQuotient) {
+// quotientBy<D> (the scales' absmax / 6 and absmax / 448) against the division: every mantissa of
+// the binade [1, 2) (its fast path scales exactly to every binade inside [2^-64, 2^64], quant.h),
+// the edge binades of that range, and 2^22 random bit patterns of either sign, NaN and infinities
+// included.
+template <int D>
+void expectQuotientIsTheDivision() {
   int64_t bad = 0, checked = 0;
   auto check = [&](float a) {
-    const float got = overSix(a), want = a / 6.f;
+    const float got = quotientBy<D>(a), want = a / static_cast<float>(D);
     ++checked;
     if (floatBits(got) != floatBits(want) && !(std::isnan(got) && std::isnan(want)) && bad++ < 5)
-      ADD_FAILURE() << "overSix(" << a << ") = " << got << ", a / 6 = " << want;
+      ADD_FAILURE() << "quotientBy<" << D << ">(" << a << ") = " << got << ", a / " << D << " = " << want;
   };
   for (uint32_t m = 0; m < (1u << 23); ++m) check(bitsFloat(0x3f800000u | m));
   for (uint32_t m = 0; m < (1u << 23); m += 7) {
@@ -107,14 +109,18 @@ TEST(Quant, DivisionBySixIsTheQuotient) {
     check(bitsFloat((127u + 63) << 23 | m));  // [2^63, 2^64)
   }
   for (float a : {0.f, -0.f, 0x1p-64f, 0x1p64f, std::nextafter(0x1p-64f, 0.f), std::nextafter(0x1p64f, INFINITY), 1e-40f,
-                  3.4e38f, INFINITY, -INFINITY, NAN, 6.f, 3.f, 1.f, 448.f * 6})
+                  3.4e38f, INFINITY, -INFINITY, NAN, 6.f, 3.f, 1.f, 448.f, 448.f * 6})
     check(a);
   uint64_t x = 88172645463325252ull;  // xorshift64
   for (int i = 0; i < (1 << 22); ++i) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     check(bitsFloat(static_cast<uint32_t>(x)));
   }
-  EXPECT_EQ(bad, 0) << "of " << checked;
+  EXPECT_EQ(bad, 0) << "of " << checked << " (D = " << D << ")";
+}
+TEST(Quant, QuotientsAreTheDivision) {
+  expectQuotientIsTheDivision<6>();
+  expectQuotientIsTheDivision<448>();
 }
 
 // Every (row, column) of a swizzled 128x4 buffer has its own byte, and all bytes are used.

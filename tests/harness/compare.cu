@@ -31,7 +31,7 @@ __global__ void perturbKernel(uint32_t* p, size_t words) {
 // (the block scale's value: the same bits as the arithmetic decode, or both NaN); the outputs are
 // the low value's codes, and where any two of a value's codes or decodes disagree the E2M1 output
 // is 0xff, which no reference code equals, so the comparison fails. The sample's E4M3 codes are
-// all 256. Where both values of a pair are finite and below 16 in magnitude, the E2M1 pair is also
+// all 256. Where both values of a pair are finite and below kE2M1LanesLimit in magnitude, the E2M1 pair is also
 // converted two at a time (e2m1MagnitudeLanes, the epilogue's conversion there), both ways round.
 __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n) {
   using namespace arfusion::detail;
@@ -43,7 +43,7 @@ __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, siz
     const float d = e4m3ToFloat(q), r = e4m3ToFloatArithmetic(q);
     const bool decodes = (d != d && r != r) || floatBits(d) == floatBits(r);
     const uint16_t lanes = arftest::e2m1BytesOfPairAndSwap(x, other);  // norm_epilogue.cuh's fast path
-    const bool small = fabsf(x) < 16.f && fabsf(other) < 16.f;  // false for NaN
+    const bool small = fabsf(x) < kE2M1LanesLimit && fabsf(other) < kE2M1LanesLimit;  // false for NaN
     const bool pairs = !small || lanes == (f_lo | f_hi << 8);
     const bool agree = q == (q_hi >> 8) && q == e4m3FromFloat(x) && f == (f_hi >> 4) && decodes && pairs;
     e4m3[i] = q;

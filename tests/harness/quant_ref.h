@@ -18,7 +18,7 @@
 namespace arftest {
 
 // The E2M1 bytes of values a, b, b, a by the epilogue's four-value conversion (two
-// e2m1MagnitudeLanes words, signs from e2m1PairSigns, e2m1Bytes), valid where |a|, |b| < 16. The CPU
+// e2m1MagnitudeLanes words, signs from e2m1PairSigns, e2m1Bytes), valid where |a|, |b| < 7. The CPU
 // and device conversion tests compare it with the pair conversion, each sample value beside its
 // neighbour: every value of the sample as the low and as the high value of a pair.
 ARF_HD uint16_t e2m1BytesOfPairAndSwap(float a, float b) {
