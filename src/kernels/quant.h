@@ -243,8 +243,7 @@ ARF_HD float quotientBy(float a) {
 // A dynamic FP8 scale from an absolute maximum: absmax / 448, at least kFp8MinScale; with `pow2`,
 // rounded up to a power of two (a UE8M0 exponent).
 ARF_HD float fp8Scale(float absmax, bool pow2) {
-  static_assert(kE4M3Max == 448.f, "quotientBy<448>");
-  float s = fmaxf(quotientBy<448>(absmax), kFp8MinScale);
+  float s = fmaxf(quotientBy<static_cast<int>(kE4M3Max)>(absmax), kFp8MinScale);
   if (pow2) {
     const uint32_t b = floatBits(s);
     if ((b & 0x7fffffu) != 0 && (b >> 23) < 254) s = bitsFloat(((b >> 23) + 1) << 23);
@@ -269,7 +268,7 @@ struct Nvfp4Block {
   float inv;
 };
 ARF_HD Nvfp4Block nvfp4Block(float absmax, bool has_nan, float global_scale) {
-  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * quotientBy<6>(absmax));
+  const uint8_t sf = e4m3FromFloat(has_nan ? bitsFloat(0x7fc00000u) : global_scale * quotientBy<static_cast<int>(kE2M1Max)>(absmax));
   const float f = e4m3ToFloat(sf);
   return {sf, f == 0.f ? 0.f : global_scale / f};
 }

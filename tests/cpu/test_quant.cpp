@@ -30,8 +30,8 @@ TEST(Quant, ConversionsGiveTheNearestCodeTiesToEven) {
   EXPECT_EQ(bad2, 0);
   EXPECT_GT(sample.size(), size_t(1) << 22);
   // E2M1 two at a time (the epilogue's conversion where a block's scaled magnitudes are finite and
-  // below kE2M1LanesLimit), each value beside its neighbour in the sample (e2m1BytesOfPairAndSwap). Every such
-  // value must be covered, ties and their neighbours included.
+  // below kE2M1LanesLimit), each value beside its neighbour in the sample
+  // (e2m1BytesOfPairAndSwap). Every such value must be covered, ties and their neighbours included.
   int64_t bad_lanes = 0, lanes = 0;
   for (size_t i = 0; i + 1 < sample.size(); ++i) {
     const float lo = sample[i], hi = sample[i + 1];

@@ -31,8 +31,9 @@ __global__ void perturbKernel(uint32_t* p, size_t words) {
 // (the block scale's value: the same bits as the arithmetic decode, or both NaN); the outputs are
 // the low value's codes, and where any two of a value's codes or decodes disagree the E2M1 output
 // is 0xff, which no reference code equals, so the comparison fails. The sample's E4M3 codes are
-// all 256. Where both values of a pair are finite and below kE2M1LanesLimit in magnitude, the E2M1 pair is also
-// converted two at a time (e2m1MagnitudeLanes, the epilogue's conversion there), both ways round.
+// all 256. Where both values of a pair are finite and below kE2M1LanesLimit in magnitude, the E2M1
+// pair is also converted two at a time (e2m1MagnitudeLanes, the epilogue's conversion there), both
+// ways round.
 __global__ void convertKernel(const float* in, uint8_t* e4m3, uint8_t* e2m1, size_t n) {
   using namespace arfusion::detail;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
