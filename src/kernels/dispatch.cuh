@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 
@@ -171,6 +172,29 @@ cudaError_t launchPlain(void (*kernel)(KArgs...), unsigned blocks, unsigned thre
   cfg.blockDim = dim3(threads);
   cfg.stream = stream;
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// Most blocks that share the NVFP4 swizzled layout's padding lines: one column tile (4 scale
+// columns, 64 elements of the row) per warp up to rows of 16 * 16 * 64 = 16384 elements.
+constexpr int kMaxPaddingBlocks = 16;
+
+// Who writes the NVFP4 swizzled layout's padding lines in a launch of the single-GPU kernel or the
+// one-shot whose rows take `row_blocks` blocks (RowArgs::padding_by_blocks, RowEpilogue::paddingLines):
+// the grid's last blocks, enough for one column tile per warp (at most kMaxPaddingBlocks), after
+// their rows; where the rows take fewer blocks, blocks without a row are added at the grid's end.
+// Sets a's fields and returns the blocks to add. Only the launch that holds the call's last row
+// writes them, and only where the last 128-row tile has fewer than 32 real rows (only then is a
+// line padding whole). Derived from the shape: the same on every rank.
+inline int planPaddingLines(RowArgs& a, int64_t row_blocks) {
+  a.padding_by_blocks = true;
+  a.pad_workers = a.pad_blocks = 0;
+  if (!a.ext || a.quant != kQuantNvfp4 || a.scale_layout != kLayoutSwizzled128x4 || a.q_row0 + a.tokens != a.q_tokens) return 0;
+  const int64_t real = a.q_tokens - (a.scale_rows - 128);
+  if (real >= 32) return 0;
+  const int64_t warps = kThreads / 32, tiles = a.scale_cols / 4;
+  a.pad_workers = static_cast<int>(std::min<int64_t>((tiles + warps - 1) / warps, kMaxPaddingBlocks));
+  a.pad_blocks = static_cast<int>(std::max<int64_t>(a.pad_workers - row_blocks, 0));
+  return a.pad_blocks;
 }
 
 // World sizes that pick distinct kernels of a family: 2 (the two-rank kernels, where the family has

@@ -103,6 +103,14 @@ struct RowArgs {
   // NCCL path without norm_out runs the epilogue in chunks whose other pointers are offset.
   int64_t q_row0 = 0;
   int64_t q_tokens = 0;
+  // NVFP4 swizzled scales (RowEpilogue::paddingLines): padding_by_blocks, the 16-byte lines of the
+  // last 128-row tile that hold no real row are written by the last pad_workers blocks of the grid
+  // after their rows, not by the rows (the single-GPU kernel and the one-shot set it; the two-shot's
+  // rows write them); the last pad_blocks of those take no rows. Both 0 but in the launch that
+  // holds the call's last row, and identical on every rank (derived from the shape).
+  bool padding_by_blocks = false;
+  int pad_workers = 0;
+  int pad_blocks = 0;
 };
 
 inline RowArgs makeRowArgs(Op op, const void* input, const void* residual_in, void* residual_out, const void* gamma,

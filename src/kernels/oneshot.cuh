@@ -25,7 +25,9 @@
 //   between two units of one call).
 // Limits: R * (n-1) rows (plus the Lamport headers) fit one region (plan.cpp); n <= kMaxRanks;
 //   G <= max_blocks, and all G blocks co-resident (they wait on peers); a cluster kernel takes one
-//   row per cluster and launch (its mbarrier serves one row).
+//   row per cluster and launch (its mbarrier serves one row). An extended call with NVFP4 swizzled
+//   scales may add blocks after the G that take no unit and wait for nothing: they write the
+//   scale tile's padding lines (planPaddingLines, dispatch.cuh), as the G blocks do after their units.
 // Instantiated by oneshot.cu (the plain epilogue) and oneshot_ext.cu (the extended one).
 #pragma once
 
@@ -38,6 +40,15 @@
 namespace arfusion::detail {
 namespace {
 
+// The extended epilogue's grid: blocks 0 .. padBlocksStart - 1 take units, the last a.pad_blocks
+// only a share of the NVFP4 swizzled padding lines (RowArgs::padding_by_blocks), which the last
+// a.pad_workers blocks write, after their units; padWorker is block b's place among those.
+template <bool kExt>
+__device__ __forceinline__ unsigned padBlocksStart(const RowArgs& a) {
+  return kExt ? gridDim.x - unsigned(a.pad_blocks) : gridDim.x;
+}
+__device__ __forceinline__ int padWorker(const RowArgs& a, int b) { return b - (int(gridDim.x) - a.pad_workers); }
+
 template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt, int kFormat>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   using Epi = RowEpilogue<T, VEC, kVpt, kFormat == kQuantNone, kExt, kFormat>;  // as the Lamport kernel's
@@ -46,6 +57,9 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
   gridDependencyWait<kSync>();
 
   const int b = blockIdx.x;
+  const unsigned G = padBlocksStart<kExt>(a);  // the blocks with rows; the others only pad
+  if constexpr (kExt)
+    if (blockIdx.x >= G) return Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
   const int nv32 = static_cast<int>(nvec);  // push-loop index in 32 bits: plan.cpp caps a step at 1 GiB
@@ -54,7 +68,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
   const int64_t units = (a.tokens + R - 1) / R;
   uint32_t epoch = c.epochs[b];
 
-  for (int64_t u = b; u < units; u += gridDim.x) {
+  for (int64_t u = b; u < units; u += G) {
     ++epoch;
     const int64_t row0 = u * R;
     const int rows = static_cast<int>(a.tokens - row0 < R ? a.tokens - row0 : R);
@@ -85,6 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
     }
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
+  if constexpr (kExt) Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
   gridDependencyTrigger<kSync>();
 }
 
@@ -113,6 +128,15 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   __syncthreads();
 
   const int b = blockIdx.x;
+  const unsigned G = padBlocksStart<kExt>(a);  // the blocks with rows; the others only pad
+  if constexpr (kExt) {
+    if (blockIdx.x >= G) {
+      Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
+      gridDependencyTrigger<kSync>();
+      return;
+    }
+  }
+
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
   const int nv32 = static_cast<int>(nvec);  // push-loop index in 32 bits: plan.cpp caps a step at 1 GiB
@@ -122,7 +146,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   uint32_t epoch = c.epochs[b];
   // A row over a cluster: cluster k takes units k, k + clusters, ...; its blocks share each row.
   const int64_t first = kCluster ? b / (kThreads / blockDim.x) : b;         // this block's cluster
-  const int64_t step = kCluster ? gridDim.x * blockDim.x / kThreads : gridDim.x;  // clusters in the grid
+  const int64_t step = kCluster ? gridDim.x * blockDim.x / kThreads : G;  // clusters in the grid
   const int tid = Epi::template rowThread<kCluster>();
 
   LamportHeaders headers(c);  // thread t < world-1 checks one peer's call header
@@ -236,6 +260,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
   if (first >= units) gridDependencyTrigger<kSync>();  // a block without a unit
+  if constexpr (kExt) Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
 }
 
 // The family's kernel of a variant, a sync mode, a row layout and a world size (dispatch.cuh,

@@ -7,7 +7,11 @@ namespace arfusion::detail {
 
 cudaError_t launchOneShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                                   cudaStream_t stream) {
-  return launchFamily<OneShot, Epilogues::kExtended>(comm, args, launch, stream);
+  // NVFP4 swizzled scales: the padding lines by the grid's blocks, some added (planPaddingLines).
+  RowArgs a = args;
+  FusedLaunch l = launch;
+  l.blocks += planPaddingLines(a, launch.blocks);
+  return launchFamily<OneShot, Epilogues::kExtended>(comm, a, l, stream);
 }
 
 cudaError_t forEachOneShotExtendedKernel(const KernelVisitor& visit) {

@@ -6,7 +6,8 @@
 // 16-byte loads, fp32 math, CUB WarpReduce for sum(z^2) (norm_epilogue.cuh). With the row in registers each byte of
 // x, residual_in and gamma is read once and residual_out and norm_out written once, the minimum.
 // x may alias norm_out (the NCCL path reduces into norm_out): every element of x is read by the
-// thread that later writes it, before it writes it.
+// thread that later writes it, before it writes it. An NVFP4 output with swizzled scales may add
+// blocks without a row that write the scale tile's padding lines (planPaddingLines, dispatch.cuh).
 // Memory ordering: none needed beyond the block barrier inside the epilogue.
 // Limits: rows of any width (wider than kThreads * kMaxVecPerThread vectors take two passes).
 #include "dispatch.cuh"
@@ -32,11 +33,20 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSN
   using Epi = RowEpilogue<T, VEC, kVpt, false, kExt, kFormat>;
   __shared__ typename Epi::Shared sh;
   const T* x = static_cast<const T*>(a.input);
-  for (int64_t row = blockIdx.x; row < a.tokens; row += gridDim.x) {
-    const T* xr = x + row * a.hidden;
-    auto load = [xr](int64_t i) { return loadPack<T, VEC>(xr + i * VEC); };
-    if constexpr (kVpt < kMaxVecPerThread) Epi::template runInRegisters<kNorm>(a, row, sh, load);
-    else Epi::run(a, row, sh, load);
+  auto rows = [&](int64_t row_blocks) {
+    for (int64_t row = blockIdx.x; row < a.tokens; row += row_blocks) {
+      const T* xr = x + row * a.hidden;
+      auto load = [xr](int64_t i) { return loadPack<T, VEC>(xr + i * VEC); };
+      if constexpr (kVpt < kMaxVecPerThread) Epi::template runInRegisters<kNorm>(a, row, sh, load);
+      else Epi::run(a, row, sh, load);
+    }
+  };
+  if constexpr (kExt) {  // the grid's last a.pad_blocks blocks take no rows, only padding (RowArgs)
+    const int row_blocks = int(gridDim.x) - a.pad_blocks;
+    if (int(blockIdx.x) < row_blocks) rows(row_blocks);
+    Epi::paddingLines(a, int(blockIdx.x) - (int(gridDim.x) - a.pad_workers), a.pad_workers);
+  } else {
+    rows(gridDim.x);
   }
 }
 
@@ -61,11 +71,12 @@ auto addRMSNormKernelFor(Op op) {
 }  // namespace
 
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream) {
-  const unsigned blocks = static_cast<unsigned>(args.tokens < 65535 ? args.tokens : 65535);
-  return dispatchVariant(dtype, vector, args.hidden, args.ext, args.quant, [&](auto v) {
+  RowArgs a = args;
+  const unsigned row_blocks = static_cast<unsigned>(a.tokens < 65535 ? a.tokens : 65535);
+  const unsigned blocks = row_blocks + (a.ext ? planPaddingLines(a, row_blocks) : 0);
+  return dispatchVariant(dtype, vector, a.hidden, a.ext, a.quant, [&](auto v) {
     using V = decltype(v);
-    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(args.op), blocks, kThreads, stream,
-                       args);
+    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(a.op), blocks, kThreads, stream, a);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "arfusion/arfusion.h"
 #include "cpu_helpers.h"
@@ -107,4 +108,65 @@ TEST(Dispatch, FusedConfigHasTheGridClustersAndSyncAttribute) {
   const FusedConfig query(false, 2, 2, nullptr);  // the occupancy query: the cluster only
   ASSERT_EQ(query.cfg.numAttrs, 1u);
   EXPECT_EQ(query.attrs[0].id, cudaLaunchAttributeClusterDimension);
+}
+
+// Who writes the NVFP4 swizzled layout's padding lines (planPaddingLines): enough blocks for a
+// column tile per warp, blocks without a row added where the rows take fewer, only in the launch
+// that holds the last row and only where the last tile has lines without a real row; and the
+// workers' shares (RowEpilogue::paddingLines) cover every column tile once.
+TEST(Dispatch, PaddingLinesGoToEnoughBlocksInTheLastLaunch) {
+  using namespace arfusion::detail;
+  auto args = [](int64_t tokens, int64_t hidden, uint8_t quant = kQuantNvfp4, uint8_t layout = kLayoutSwizzled128x4) {
+    RowArgs a;
+    a.ext = true;
+    a.quant = quant;
+    a.scale_layout = layout;
+    a.tokens = a.q_tokens = tokens;
+    a.hidden = hidden;
+    a.scale_rows = scaleRows(layout, tokens);
+    a.scale_cols = roundUp(hidden / kNvfp4BlockSize, 4);
+    return a;
+  };
+  struct Case {
+    int64_t tokens, hidden, row_blocks;
+    int added, workers;
+  };
+  for (const Case& c : {Case{1, 4096, 1, 3, 4},      // 64 column tiles: 4 blocks of 16 warps
+                        Case{16, 8192, 16, 0, 8},    // 128 tiles: 8 of the 16 row blocks
+                        Case{5, 16384, 5, 11, 16},   // 256 tiles: the most, 16
+                        Case{130, 1024, 130, 0, 1},  // 16 tiles: one block; 2 real rows in the last tile
+                        Case{31, 2048, 31, 0, 2},    // 31 real rows: line 31 is padding whole
+                        Case{32, 2048, 32, 0, 0},    // 32 real rows: no line is padding whole
+                        Case{200, 4096, 200, 0, 0},  // 72 real rows in the last tile
+                        Case{128, 4096, 128, 0, 0}}) {  // no padding row
+    RowArgs a = args(c.tokens, c.hidden);
+    EXPECT_EQ(planPaddingLines(a, c.row_blocks), c.added) << c.tokens << " x " << c.hidden;
+    EXPECT_TRUE(a.padding_by_blocks);
+    EXPECT_EQ(a.pad_blocks, c.added);
+    EXPECT_EQ(a.pad_workers, c.workers) << c.tokens << " x " << c.hidden;
+    // Warp v of worker k takes tiles v * W + k + n * 16 * W: every tile once.
+    const int tiles = int(a.scale_cols / 4), warps = kThreads / 32;
+    std::vector<int> seen(tiles, 0);
+    for (int k = 0; k < a.pad_workers; ++k)
+      for (int v = 0; v < warps; ++v)
+        for (int w = v * a.pad_workers + k; w < tiles; w += warps * a.pad_workers) ++seen[w];
+    if (a.pad_workers > 0)
+      for (int w = 0; w < tiles; ++w) EXPECT_EQ(seen[w], 1) << "tile " << w << " of " << c.tokens << " x " << c.hidden;
+  }
+  // A chunk of the NCCL path before the last: its rows leave the lines to the last chunk's blocks.
+  RowArgs chunk = args(20, 4096);
+  chunk.tokens = 12;
+  EXPECT_EQ(planPaddingLines(chunk, 12), 0);
+  EXPECT_TRUE(chunk.padding_by_blocks);
+  EXPECT_EQ(chunk.pad_workers, 0);
+  chunk.q_row0 = 8;  // the last chunk: rows 8 .. 19
+  EXPECT_EQ(planPaddingLines(chunk, 12), 0);
+  EXPECT_EQ(chunk.pad_workers, 4);
+  // Other formats and layouts have no such lines.
+  RowArgs linear = args(1, 4096, kQuantNvfp4, kLayoutLinear);
+  EXPECT_EQ(planPaddingLines(linear, 1), 0);
+  EXPECT_EQ(linear.pad_workers, 0);
+  RowArgs fp8 = args(1, 4096, kQuantFp8PerGroup, kLayoutColumnMajor);
+  EXPECT_EQ(planPaddingLines(fp8, 1), 0);
+  EXPECT_EQ(fp8.pad_workers, 0);
 }
