@@ -483,14 +483,16 @@ struct RowEpilogue {
 
  public:
   // The NVFP4 swizzled layout's lines that hold no real row (writeScalePadding) where the kernel's
-  // blocks write them (RowArgs::padding_by_blocks): block `worker` of the grid's last `workers`
-  // blocks (worker < 0: not one of them), after its rows. Warp v of worker k takes the column tiles
-  // w = v * workers + k, + kWarps * workers, ..., lane l its line l of each if l >= real. With
+  // blocks write them (RowArgs::padding_by_blocks): this block's share if it is one of the grid's
+  // last a.pad_workers blocks, called after its rows. Warp v of worker k (its place among them)
+  // takes the column tiles w = v * workers + k, + kWarps * workers, ..., lane l its line l of each
+  // if l >= real. With
   // several blocks the zeros leave from several SMs at once, beside the rows (one token's block
   // alone, writing 31 lines per column tile after its row, made an NVFP4 call of 1 x 4096 take
   // 3.10 us instead of 2.75 on an H100).
-  __device__ __forceinline__ static void paddingLines(const RowArgs& a, int worker, int workers) {
+  __device__ __forceinline__ static void paddingLines(const RowArgs& a) {
     if constexpr (kQuantizes) {
+      const int workers = a.pad_workers, worker = int(blockIdx.x) - (int(gridDim.x) - workers);
       if (!isFormat(a, kQuantNvfp4) || a.scale_layout != kLayoutSwizzled128x4 || worker < 0) return;
       const int rows = static_cast<int>(a.scale_rows), first = rows - 128, real = static_cast<int>(a.q_tokens) - first;
       const int lane = threadIdx.x & 31, words = quotient<4>(static_cast<int>(a.scale_cols));

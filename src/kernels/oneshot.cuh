@@ -42,12 +42,11 @@ namespace {
 
 // The extended epilogue's grid: blocks 0 .. padBlocksStart - 1 take units, the last a.pad_blocks
 // only a share of the NVFP4 swizzled padding lines (RowArgs::padding_by_blocks), which the last
-// a.pad_workers blocks write, after their units; padWorker is block b's place among those.
+// a.pad_workers blocks write, after their units (RowEpilogue::paddingLines).
 template <bool kExt>
 __device__ __forceinline__ unsigned padBlocksStart(const RowArgs& a) {
   return kExt ? gridDim.x - unsigned(a.pad_blocks) : gridDim.x;
 }
-__device__ __forceinline__ int padWorker(const RowArgs& a, int b) { return b - (int(gridDim.x) - a.pad_workers); }
 
 template <typename T, int VEC, int kVpt, SyncMode kSync, bool kExt, int kFormat>
 __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, RowArgs a, int rows_per_step) {
@@ -59,7 +58,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
   const int b = blockIdx.x;
   const unsigned G = padBlocksStart<kExt>(a);  // the blocks with rows; the others only pad
   if constexpr (kExt)
-    if (blockIdx.x >= G) return Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
+    if (blockIdx.x >= G) return Epi::paddingLines(a);
   const int R = rows_per_step;
   const int64_t nvec = a.hidden / VEC;
   const int nv32 = static_cast<int>(nvec);  // push-loop index in 32 bits: plan.cpp caps a step at 1 GiB
@@ -99,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 1) oneShotFlagKernel(DeviceComm c, R
     }
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
-  if constexpr (kExt) Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
+  if constexpr (kExt) Epi::paddingLines(a);
   gridDependencyTrigger<kSync>();
 }
 
@@ -131,7 +130,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   const unsigned G = padBlocksStart<kExt>(a);  // the blocks with rows; the others only pad
   if constexpr (kExt) {
     if (blockIdx.x >= G) {
-      Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
+      Epi::paddingLines(a);
       gridDependencyTrigger<kSync>();
       return;
     }
@@ -260,7 +259,7 @@ __global__ void __launch_bounds__(kCluster ? kThreads / 2 : kThreads, 1) oneShot
   }
   if (threadIdx.x == 0) c.epochs[b] = epoch;
   if (first >= units) gridDependencyTrigger<kSync>();  // a block without a unit
-  if constexpr (kExt) Epi::paddingLines(a, padWorker(a, b), a.pad_workers);
+  if constexpr (kExt) Epi::paddingLines(a);
 }
 
 // The family's kernel of a variant, a sync mode, a row layout and a world size (dispatch.cuh,

@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSN
   if constexpr (kExt) {  // the grid's last a.pad_blocks blocks take no rows, only padding (RowArgs)
     const int row_blocks = int(gridDim.x) - a.pad_blocks;
     if (int(blockIdx.x) < row_blocks) rows(row_blocks);
-    Epi::paddingLines(a, int(blockIdx.x) - (int(gridDim.x) - a.pad_workers), a.pad_workers);
+    Epi::paddingLines(a);
   } else {
     rows(gridDim.x);
   }
