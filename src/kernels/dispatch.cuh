@@ -180,11 +180,13 @@ constexpr int kMaxPaddingBlocks = 16;
 
 // Who writes the NVFP4 swizzled layout's padding lines in a launch of the single-GPU kernel or the
 // one-shot whose rows take `row_blocks` blocks (RowArgs::padding_by_blocks, RowEpilogue::paddingLines):
-// the grid's last blocks, enough for one column tile per warp (at most kMaxPaddingBlocks), after
-// their rows; where the rows take fewer blocks, blocks without a row are added at the grid's end.
-// Sets a's fields and returns the blocks to add. Only the launch that holds the call's last row
-// writes them, and only where the last 128-row tile has fewer than 32 real rows (only then is a
-// line padding whole). Derived from the shape: the same on every rank.
+// the grid's last blocks, enough for one column tile per warp (at most kMaxPaddingBlocks): where
+// the rows take at least that many blocks, the last of them, after their rows; where they take
+// fewer, as many blocks without a row, added at the grid's end, and the rows' blocks write none
+// (docs/design.md has the measurements of both). Sets a's fields and returns the blocks to add.
+// Only the launch that holds the call's last row writes them, and only where the last 128-row tile
+// has fewer than 32 real rows (only then is a line padding whole). Derived from the shape: the
+// same on every rank.
 inline int planPaddingLines(RowArgs& a, int64_t row_blocks) {
   a.padding_by_blocks = true;
   a.pad_workers = a.pad_blocks = 0;
@@ -193,7 +195,7 @@ inline int planPaddingLines(RowArgs& a, int64_t row_blocks) {
   if (real >= 32) return 0;
   const int64_t warps = kThreads / 32, tiles = a.scale_cols / 4;
   a.pad_workers = static_cast<int>(std::min<int64_t>((tiles + warps - 1) / warps, kMaxPaddingBlocks));
-  a.pad_blocks = static_cast<int>(std::max<int64_t>(a.pad_workers - row_blocks, 0));
+  a.pad_blocks = row_blocks < a.pad_workers ? a.pad_workers : 0;
   return a.pad_blocks;
 }
 

@@ -27,7 +27,8 @@
 //   G <= max_blocks, and all G blocks co-resident (they wait on peers); a cluster kernel takes one
 //   row per cluster and launch (its mbarrier serves one row). An extended call with NVFP4 swizzled
 //   scales may add blocks after the G that take no unit and wait for nothing: they write the
-//   scale tile's padding lines (planPaddingLines, dispatch.cuh), as the G blocks do after their units.
+//   scale tile's padding lines (planPaddingLines, dispatch.cuh), or, where the G blocks are enough,
+//   the last of those do after their units.
 // Instantiated by oneshot.cu (the plain epilogue) and oneshot_ext.cu (the extended one).
 #pragma once
 

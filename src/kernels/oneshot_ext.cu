@@ -7,7 +7,7 @@ namespace arfusion::detail {
 
 cudaError_t launchOneShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                                   cudaStream_t stream) {
-  // NVFP4 swizzled scales: the padding lines by the grid's blocks, some added (planPaddingLines).
+  // NVFP4 swizzled scales: the padding lines by the grid's last blocks, or by added ones (planPaddingLines).
   RowArgs a = args;
   FusedLaunch l = launch;
   l.blocks += planPaddingLines(a, launch.blocks);

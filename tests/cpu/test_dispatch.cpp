@@ -131,14 +131,16 @@ TEST(Dispatch, PaddingLinesGoToEnoughBlocksInTheLastLaunch) {
     int64_t tokens, hidden, row_blocks;
     int added, workers;
   };
-  for (const Case& c : {Case{1, 4096, 1, 3, 4},      // 64 column tiles: 4 blocks of 16 warps
+  for (const Case& c : {Case{1, 4096, 1, 4, 4},      // 64 column tiles: 4 blocks of 16 warps, all added
                         Case{16, 8192, 16, 0, 8},    // 128 tiles: 8 of the 16 row blocks
-                        Case{5, 16384, 5, 11, 16},   // 256 tiles: the most, 16
+                        Case{5, 16384, 5, 16, 16},   // 256 tiles: the most, 16
                         Case{130, 1024, 130, 0, 1},  // 16 tiles: one block; 2 real rows in the last tile
                         Case{31, 2048, 31, 0, 2},    // 31 real rows: line 31 is padding whole
                         Case{32, 2048, 32, 0, 0},    // 32 real rows: no line is padding whole
                         Case{200, 4096, 200, 0, 0},  // 72 real rows in the last tile
-                        Case{128, 4096, 128, 0, 0}}) {  // no padding row
+                        Case{128, 4096, 128, 0, 0},  // no padding row
+                        Case{1, 3072, 2, 3, 3},      // 48 tiles: 3 added, though 2 row blocks could share
+                        Case{3, 16384, 16, 0, 16}}) {  // as many row blocks as workers: theirs
     RowArgs a = args(c.tokens, c.hidden);
     EXPECT_EQ(planPaddingLines(a, c.row_blocks), c.added) << c.tokens << " x " << c.hidden;
     EXPECT_TRUE(a.padding_by_blocks);
@@ -150,8 +152,9 @@ TEST(Dispatch, PaddingLinesGoToEnoughBlocksInTheLastLaunch) {
     for (int k = 0; k < a.pad_workers; ++k)
       for (int v = 0; v < warps; ++v)
         for (int w = v * a.pad_workers + k; w < tiles; w += warps * a.pad_workers) ++seen[w];
-    if (a.pad_workers > 0)
+    if (a.pad_workers > 0) {
       for (int w = 0; w < tiles; ++w) EXPECT_EQ(seen[w], 1) << "tile " << w << " of " << c.tokens << " x " << c.hidden;
+    }
   }
   // A chunk of the NCCL path before the last: its rows leave the lines to the last chunk's blocks.
   RowArgs chunk = args(20, 4096);
