@@ -34,7 +34,8 @@ TEST(Quant, DeviceConversionsMatchTheReference) {
 
 // The single-GPU add-RMSNorm-quant kernel (the NCCL path's epilogue): every format and layout,
 // three dtypes, rows of one, two and four vectors per thread, token counts around the layouts'
-// padding (4, 128); the other options alone and together.
+// padding (4, 128), NVFP4 rows whose last swizzled column tile is part padding (2064 = 129
+// blocks); the other options alone and together; each also in place (checkAddRMSNormQuant).
 TEST(Quant, SingleGpuKernelEveryFormatLayoutAndOption) {
   if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -42,8 +43,9 @@ TEST(Quant, SingleGpuKernelEveryFormatLayoutAndOption) {
   for (const QuantCase& q : everyQuantCase())
     for (DType d : {DType::kBFloat16, DType::kFloat16, DType::kFloat32})
       for (int64_t t : {1, 5, 130})
-        for (int64_t h : {1024, 7168, 16384}) {
+        for (int64_t h : {1024, 2064, 7168, 16384}) {
           if (d == DType::kFloat32 && h > 8192) continue;
+          if (h % 128 != 0 && q.format == arfusion::QuantFormat::kFp8PerGroup) continue;  // whole groups only
           const QuantShapeCase c{d, t, h, seed++, q, seed % 3 == 0, seed % 5 == 0};
           EXPECT_EQ(checkAddRMSNormQuant(c), "") << toString(q.format) << "/" << toString(q.layout) << " " << arfusion::toString(d)
                                                  << " " << t << " x " << h;
@@ -84,6 +86,7 @@ std::vector<QuantShapeCase> groupQuantCases() {
   }
   v.push_back({DType::kFloat16, 129, 2048, seed++, everyQuantCase()[2], false, true});
   v.push_back({DType::kBFloat16, 5, 8192, seed++, QuantCase{}, true, true});  // options without a quantized output
+  v.push_back({DType::kBFloat16, 2, 2064, seed++, everyQuantCase().back()});  // NVFP4 swizzled, a part-padding column tile
   return v;
 }
 }  // namespace

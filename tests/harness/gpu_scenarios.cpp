@@ -921,7 +921,20 @@ std::string checkAddRMSNormQuant(const QuantShapeCase& c) {
     if (std::string p = q.poison(st, 0xa5); !p.empty()) return p;
     OK(arfusion::addRMSNorm(a, st));
     CK(cudaStreamSynchronize(st));
-    return verifyQuant(c, ref, gamma, download(res_out), download(out), q.valuesHost(), q.scalesHost());
+    const std::vector<uint8_t> res_bytes = download(res_out), norm_bytes = download(out);
+    const std::vector<uint8_t> values = q.valuesHost(), scales = q.scalesHost();
+    if (std::string v = verifyQuant(c, ref, gamma, res_bytes, norm_bytes, values, scales); !v.empty()) return v;
+    // In place, as the NCCL path and engines call it: x in norm_out, residual_in in residual_out.
+    // Every output the same bytes (each element is read before it is written).
+    if (!(e = out.upload(x.data(), bytes)).empty() || (!c.no_residual && !(e = res_out.upload(residual.data(), bytes)).empty()))
+      return e;
+    if (c.no_residual) CK(cudaMemsetAsync(res_out.p, 0xff, bytes, st));
+    if (std::string p = q.poison(st, 0x3c); !p.empty()) return p;
+    OK(arfusion::addRMSNorm(normArgsOf(c, out.p, res_out.p, res_out.p, g.p, out.p, q), st));
+    CK(cudaStreamSynchronize(st));
+    if (download(res_out) != res_bytes || download(out) != norm_bytes) return "in place: residual_out or norm_out differ";
+    if (q.valuesHost() != values || q.scalesHost() != scales) return "in place: the quantized bytes differ";
+    return "";
   }();
   cudaStreamDestroy(st);
   return err;
