@@ -486,10 +486,9 @@ struct RowEpilogue {
   // blocks write them (RowArgs::padding_by_blocks): this block's share if it is one of the grid's
   // last a.pad_workers blocks, called after its rows. Warp v of worker k (its place among them)
   // takes the column tiles w = v * workers + k, + kWarps * workers, ..., lane l its line l of each
-  // if l >= real. With
-  // several blocks the zeros leave from several SMs at once, beside the rows (one token's block
-  // alone, writing 31 lines per column tile after its row, made an NVFP4 call of 1 x 4096 take
-  // 3.10 us instead of 2.75 on an H100).
+  // if l >= real. With several blocks the zeros leave from several SMs at once, beside the rows
+  // (one token's block alone, writing 31 lines per column tile after its row, made an NVFP4 call
+  // of 1 x 4096 take 3.10 us instead of 2.75 on an H100).
   __device__ __forceinline__ static void paddingLines(const RowArgs& a) {
     if constexpr (kQuantizes) {
       const int workers = a.pad_workers, worker = int(blockIdx.x) - (int(gridDim.x) - workers);
