@@ -39,7 +39,8 @@ namespace arfusion::detail {
 // the block reduction (gamma of every vector early spilled the add-RMSNorm kernel at 3 blocks per SM).
 // kAllGammaEarly: with kVpt <= 2, every vector's gamma is loaded before sumFn: 4-8 more live
 // registers, so only in the kernels that have them to spare (the one-shots without a quantized
-// output and the flag two-shot; the Lamport two-shot spilled with it).
+// output, the flag two-shot and the single-GPU kernel's extended kernels but NVFP4's; the Lamport
+// two-shot spilled with it).
 // kExt: the extended epilogue (RowArgs::ext): residual_in may be null (zero), residual_out and
 // norm_out may be null, Gemma weights, and a quantized copy of the normalised row (quantizeRow).
 // Rows in registers only (validate.cpp), one block or half a block per row, never a cluster.
@@ -58,6 +59,7 @@ struct RowEpilogue {
   struct Shared {
     typename WarpReduce::TempStorage warp[kWarps];
     float partial[kWarps];  // each warp's sum of z^2 (a row over a cluster: every block's warps)
+    float row_max[kWarps];  // each warp's largest magnitude (the per-token FP8 scale, blockMax)
     uint64_t arrived;       // a row over a cluster: mbarrier, complete once all kWarps partials arrived
     ClusterWait wait;       // a row over a cluster: the bound of the mbarrier wait (set by the kernel)
   };
@@ -340,39 +342,48 @@ struct RowEpilogue {
     return o;
   }
   __device__ __forceinline__ static float gammaOffset(const RowArgs& a) { return a.gemma ? 1.f : -0.f; }
-  // The maximum over the L consecutive lanes of a group (L a power of two, aligned), on every lane:
-  // of floats (fmaxf: a NaN loses) or of unsigned bits.
-  __device__ __forceinline__ static float maxOf(float a, float b) { return fmaxf(a, b); }
-  __device__ __forceinline__ static uint32_t maxOf(uint32_t a, uint32_t b) { return max(a, b); }
-  template <int L, typename V>
-  __device__ __forceinline__ static V groupMax(V m) {
+  // The maximum of unsigned bits over the L consecutive lanes of a group (L a power of two,
+  // aligned), on every lane: log2(L) shuffles (NVFP4's blocks span 2 or 4 lanes).
+  template <int L>
+  __device__ __forceinline__ static uint32_t groupMaxBits(uint32_t m) {
 #pragma unroll
-    for (int off = L / 2; off >= 1; off /= 2) m = maxOf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    for (int off = L / 2; off >= 1; off /= 2) m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
     return m;
   }
-  __device__ __forceinline__ static float warpMax(float m) { return groupMax<32>(m); }
-  // The maximum over the block (or over half of it, on its own barrier), on every thread; leaves
-  // sh.partial free for the next row.
+  // The same of magnitudes (floats >= 0, never NaN: every caller's maximum starts at 0 and takes
+  // fmaxf of magnitudes, which a NaN loses), whose bits order as their values do. A group of 16 or
+  // 32 lanes takes the warp's integer maximum (redux.sync, SM80 on), once or once per half-warp,
+  // where shuffles took 4-5 dependent steps.
+  template <int L>
+  __device__ __forceinline__ static float groupMagnitudeMax(float m) {
+    static_assert(L == 16 || L == 32, "FP8 groups and rows span 16 or 32 lanes");
+    const uint32_t b = floatBits(m);
+    if constexpr (L == 32) {
+      return bitsFloat(__reduce_max_sync(0xffffffffu, b));
+    } else {
+      const bool upper = threadIdx.x & 16;
+      const uint32_t lower_max = __reduce_max_sync(0xffffffffu, upper ? 0u : b);
+      const uint32_t upper_max = __reduce_max_sync(0xffffffffu, upper ? b : 0u);
+      return bitsFloat(upper ? upper_max : lower_max);
+    }
+  }
+  // The largest magnitude over the block (or over half of it, on its own barrier), on every thread.
+  // sh.row_max is written again only by the next row's maximum, after that row's norm barriers:
+  // no barrier after the reads.
   __device__ __forceinline__ static float blockMax(Shared& sh, float m) {
-    const float w = warpMax(m);
-    if (threadIdx.x % 32 == 0) sh.partial[threadIdx.x / 32] = w;
+    static_assert(kWarps <= 32, "one lane per warp's maximum");
+    const float w = groupMagnitudeMax<32>(m);
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) sh.row_max[threadIdx.x / 32] = w;
     __syncthreads();
-    float total = sh.partial[0];
-#pragma unroll
-    for (int k = 1; k < kWarps; ++k) total = fmaxf(total, sh.partial[k]);
-    __syncthreads();
-    return total;
+    return groupMagnitudeMax<32>(lane < kWarps ? sh.row_max[lane] : 0.f);
   }
   __device__ __forceinline__ static float halfMax(Shared& sh, float m, int barrier_id) {
-    const int t = threadIdx.x % (kThreads / 2);
-    const float w = warpMax(m);
-    if (t % 32 == 0) sh.partial[t / 32] = w;
+    const int t = threadIdx.x % (kThreads / 2), lane = t % 32;
+    const float w = groupMagnitudeMax<32>(m);
+    if (lane == 0) sh.row_max[t / 32] = w;
     groupBarrier(barrier_id, kThreads / 2);
-    float total = sh.partial[0];
-#pragma unroll
-    for (int k = 1; k < kWarps / 2; ++k) total = fmaxf(total, sh.partial[k]);
-    groupBarrier(barrier_id, kThreads / 2);
-    return total;
+    return groupMagnitudeMax<32>(lane < kWarps / 2 ? sh.row_max[lane] : 0.f);
   }
   // VEC / D bytes of quantized values (a pack's FP8 bytes, D = 1, or its E2M1 nibbles, D = 2), from
   // an array of codes of any width (E4M3 pairs come as 16-bit words), one store.
@@ -470,11 +481,14 @@ struct RowEpilogue {
   }
   // Line `lines` (a 16-byte line of the swizzled layout's first column tile) of column tiles
   // w0, w0 + step, ... < words, as zeros: one 16-byte store each where the buffer's alignment allows
-  // it (a loop per kind of store: no line issues both).
+  // it (a loop per kind of store: no line issues both). Loops not unrolled: a warp has one or two
+  // lines, and an unrolled loop's trip count cost an integer division.
   __device__ __forceinline__ static void zeroLines(uint8_t* lines, int w0, int step, int words) {
     if (reinterpret_cast<uintptr_t>(lines) % 16 == 0)
+#pragma unroll 1
       for (int w = w0; w < words; w += step) *reinterpret_cast<uint4*>(lines + size_t(w) * 512) = make_uint4(0, 0, 0, 0);
     else
+#pragma unroll 1
       for (int w = w0; w < words; w += step) {
         uint32_t* line = reinterpret_cast<uint32_t*>(lines + size_t(w) * 512);
         line[0] = line[1] = line[2] = line[3] = 0;
@@ -594,7 +608,7 @@ struct RowEpilogue {
     if constexpr (kFormat == kQuantNvfp4) {
       constexpr int L = kNvfp4BlockSize / VEC;  // lanes per 16-element block
       // The block's absolute maximum and whether it holds a NaN.
-      const uint32_t mbits = groupMax<L>(packMagnitudeBits(o));
+      const uint32_t mbits = groupMaxBits<L>(packMagnitudeBits(o));
       const float amax = bitsFloat(mbits);
       const Nvfp4Block blk = nvfp4Block(amax, mbits > 0x7f800000u, rq.scale);
       if (active) {
@@ -625,7 +639,7 @@ struct RowEpilogue {
         float m = 0.f;
 #pragma unroll
         for (int e = 0; e < VEC; ++e) m = fmaxf(m, fabsf(x(e)));
-        const float s = fp8Scale(groupMax<L>(m), a.pow2_scales || a.scale_layout == kLayoutUE8M0Packed);
+        const float s = fp8Scale(groupMagnitudeMax<L>(m), a.pow2_scales || a.scale_layout == kLayoutUE8M0Packed);
         inv = fp8Inverse(s);
         if (active && i % L == 0) storeGroupScale(a, rq.row, quotient<L>(i), s);
       }
