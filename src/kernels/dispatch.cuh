@@ -20,9 +20,9 @@ namespace arfusion::detail {
 // so that the plain calls' kernels are exactly as measured, and kFormat: an extended call's
 // quantized output (kQuantNone or one format, quant.h). The one-shot and the single-GPU kernel
 // compile a kernel per format: a format's body alone fits the registers the rest of the kernel
-// needs, where one body for every format spilled (by up to 1.7x slower calls); the two-shot keeps
-// one extended kernel for every format (twoshot.cuh: its build time). Extended calls take the
-// vector path with rows in registers (validate.cpp).
+// needs, where one body for every format spilled (by up to 1.7x slower calls); the two-shot has
+// two extended kernels, one without a quantized output and one for every format (twoshot.cuh:
+// its build time). Extended calls take the vector path with rows in registers (validate.cpp).
 template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
 struct Variant {
   using type = T;

@@ -23,7 +23,8 @@
 //   flag of e also frees the peer's RS part of slot (e+1)%2, its phase-1 wait the AG part.
 // Limits: 2 (n-1) R rows fit one region (plan.cpp); G <= SM count (co-residency). Tokens < n, or
 //   not a multiple of n*R: owners of missing rows only take part in the flags.
-// Instantiated by twoshot.cu (the plain epilogue) and twoshot_ext.cu (the extended one).
+// Instantiated by twoshot.cu (the plain epilogue) and twoshot_ext.cu (the extended one: a kernel
+// without a quantized output and one for every format, kOnlyFormat; TwoShot below).
 #pragma once
 
 #include "dispatch.cuh"
@@ -71,9 +72,9 @@ __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const RowArgs&
   }
 }
 
-template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt>
+template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt, int kOnlyFormat = kAnyQuant>
 __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowArgs a, int rows_per_step) {
-  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, true, kExt, kOnlyFormat>;
   using P = Pack<T, VEC>;
   // The split of steps 3-5 (header), in the kernels whose half-block epilogue fits the registers:
   // two vectors per thread at most (kVpt 4 spilled), or the scalar path (four scalars per thread).
@@ -219,10 +220,10 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotKernel(DeviceComm c, RowAr
 // Slot reuse as the Lamport one-shot's; one unit per block, so no reuse inside a call.
 // Limits: 2 (n-1) R rows + kLamportHeaderBytes fit a Lamport region; units <= G (plan.cpp usesLamport):
 // a block runs only unit b, so a grid with more units would leave rows unwritten.
-template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt>
+template <typename T, int VEC, int kVpt, SyncMode kSync, int kWorld, bool kExt, int kOnlyFormat = kAnyQuant>
 __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c, RowArgs a, int rows_per_step) {
   static_assert(kSync == SyncMode::kGridDependency, "the Lamport two-shot is a GridDependency kernel");
-  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt>;
+  using Epi = RowEpilogue<T, VEC, kVpt, false, kExt, kOnlyFormat>;
   using P = Pack<T, VEC>;
   constexpr int kPollPause = lamportPollPause(kVpt, kWorld);
   __shared__ typename Epi::Shared sh;
@@ -308,15 +309,18 @@ struct TwoShot {
   static constexpr bool kClusterRows = false;  // one block per row
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
-  // One extended kernel for calls with and without a quantized output, of every format (the
-  // one-shot has one per format): a second took the extended two-shot file, the library's longest
-  // build, from ~180 to ~250 s per architecture, and CI builds three on two cores.
-  template <typename T, int VEC, int kVpt, bool kExt = false, int /*kFormat*/ = kQuantNone>
+  // Two extended kernels (the one-shot has one per format): one for calls without a quantized
+  // output (Gemma weights, no residual), whose flag kernels then spill nothing, and one for every
+  // format, which spills up to 470 bytes at 128 registers. A kernel per format would take the
+  // extended two-shot file, the library's longest build, from ~250 to ~490 s per architecture,
+  // and CI builds three on two cores.
+  template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
   static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
+    constexpr int F = kExt && kFormat == kQuantNone ? kQuantNone : kAnyQuant;
     return kernelForWorld(world, [&](auto w) {
       constexpr int W = decltype(w)::value;
-      return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt>
-                                               : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt>;
+      return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, F>
+                                               : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt, F>;
     });
   }
 };
@@ -327,10 +331,11 @@ struct TwoShotLamport {
   static constexpr bool kClusterRows = false;
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
-  template <typename T, int VEC, int kVpt, bool kExt = false, int /*kFormat*/ = kQuantNone>  // as TwoShot's
+  template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>  // as TwoShot's
   static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
+    constexpr int F = kExt && kFormat == kQuantNone ? kQuantNone : kAnyQuant;
     return kernelForWorld(world, [](auto w) {
-      return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value, kExt>;
+      return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value, kExt, F>;
     });
   }
 };
