@@ -20,9 +20,10 @@ namespace arfusion::detail {
 // so that the plain calls' kernels are exactly as measured, and kFormat: an extended call's
 // quantized output (kQuantNone or one format, quant.h). The one-shot and the single-GPU kernel
 // compile a kernel per format: a format's body alone fits the registers the rest of the kernel
-// needs, where one body for every format spilled (by up to 1.7x slower calls); the two-shot has
-// two extended kernels, one without a quantized output and one for every format (twoshot.cuh:
-// its build time). Extended calls take the vector path with rows in registers (validate.cpp).
+// needs, where one body for every format spilled (by up to 1.7x slower calls); the two-shot
+// compiles one per format for 16-bit rows on two ranks and one for every format otherwise
+// (twoshot.cuh, perFormatTwoShot: its build time). Extended calls take the vector path with rows
+// in registers (validate.cpp).
 template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
 struct Variant {
   using type = T;
@@ -217,8 +218,9 @@ auto kernelForWorld(int world, Pick&& pick) {
 //   static constexpr bool kHeldOperands; // whether it has kernels that hold a one-row unit's operands
 //   static constexpr bool kWorldTwo;     // whether it has kernels compiled for two ranks
 // giving the kernel of a variant, sync mode, row layout (one block per row, or a cluster) and world
-// size (kernels for two ranks where kWorldTwo, else one for every size); extended-epilogue variants
-// (kExt) have no clusters; kFormat, an extended variant's quantized output.
+// size (kernels for two ranks where kWorldTwo, else one for every size), or null where another
+// translation unit compiles it; extended-epilogue variants (kExt) have no clusters; kFormat, an
+// extended variant's quantized output.
 // Its launch and its enumeration come from here, so that the preloading (kernels.h) sees exactly
 // the kernels the launches use; kParts, the epilogues of the calling translation unit.
 template <typename Family, Epilogues kParts>
@@ -233,6 +235,7 @@ cudaError_t launchFamily(const DeviceComm& comm, const RowArgs& args, const Fuse
     // The world size is the communicator's: every rank launches the same kind of kernel.
     const auto kernel =
         Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::format>(launch.sync, launch.row_blocks > 1, held, comm.world);
+    if (!kernel) return cudaErrorInvalidDeviceFunction;  // another file's kernel: the caller routes it there
     return launchFused(kernel, launch.sync, launch.blocks, launch.row_blocks, stream, comm, args, launch.rows_per_step);
   });
 }
@@ -249,8 +252,9 @@ cudaError_t forEachFamilyKernel(const KernelVisitor& visit) {
           if (held && !Family::kHeldOperands) continue;
           for (int world : kKernelWorlds) {
             if (world == 2 && !Family::kWorldTwo) continue;
-            const cudaError_t e =
-                visitKernel(visit, Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::format>(sync, cluster, held, world));
+            const auto kernel = Family::template kernel<typename V::type, V::vec, V::vpt, V::ext, V::format>(sync, cluster, held, world);
+            if (!kernel) continue;  // another file's (the family's kernels over several files)
+            const cudaError_t e = visitKernel(visit, kernel);
             if (e != cudaSuccess) return e;
           }
         }

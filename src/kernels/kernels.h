@@ -182,7 +182,8 @@ using KernelVisitor = std::function<cudaError_t(const void* kernel)>;
 cudaError_t forEachOneShotKernel(const KernelVisitor& visit);  // with the extended epilogue's (oneshot_ext.cu)
 cudaError_t forEachTwoShotKernel(const KernelVisitor& visit);  // the same (twoshot_ext.cu)
 cudaError_t forEachOneShotExtendedKernel(const KernelVisitor& visit);
-cudaError_t forEachTwoShotExtendedKernel(const KernelVisitor& visit);
+cudaError_t forEachTwoShotExtendedKernel(const KernelVisitor& visit);  // with the kernels per format
+cudaError_t forEachTwoShotPerFormatKernel(const KernelVisitor& visit);  // (twoshot_ext_formats.cu)
 cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit);
 cudaError_t forEachSelfCheckKernel(const KernelVisitor& visit);
 inline cudaError_t forEachKernel(const KernelVisitor& visit) {
@@ -223,6 +224,10 @@ cudaError_t launchOneShotExtended(const DeviceComm& comm, const RowArgs& args, c
                                   cudaStream_t stream);
 cudaError_t launchTwoShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                                   cudaStream_t stream);
+// The two-shot's calls that take their quantized format's own kernel (twoshot.cuh, perFormatTwoShot),
+// which launchTwoShotExtended hands over to.
+cudaError_t launchTwoShotPerFormat(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                                   cudaStream_t stream);
 // residual_out = residual_in + input (x); out = RMSNorm(residual_out) * gamma (per args.op).
 cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cudaStream_t stream);
 

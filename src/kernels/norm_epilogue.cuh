@@ -45,11 +45,10 @@ namespace arfusion::detail {
 // norm_out may be null, Gemma weights, and a quantized copy of the normalised row (quantizeRow).
 // Rows in registers only (validate.cpp), one block or half a block per row, never a cluster.
 // kOnlyFormat: the quantized output the extended epilogue is compiled for: kAnyQuant, the call's
-// format at run time (the two-shot's quantizing kernel: one for every format keeps its build
-// time), or one QuantFormat value, kQuantNone included, which the call must have (the one-shot,
-// the single-GPU kernel and the two-shot's kernel without a quantized output: one format's body
-// needs fewer registers, so the fused kernels spill less and the single-GPU kernel keeps more rows
-// resident per SM).
+// format at run time (the two-shot's quantizing kernel for fp32 rows or other world sizes than
+// two: one for every format keeps its build time), or one QuantFormat value, kQuantNone included,
+// which the call must have (every other extended kernel: one format's body needs fewer registers,
+// so the fused kernels spill less and the single-GPU kernel keeps more rows resident per SM).
 constexpr int kAnyQuant = -1;
 template <typename T, int VEC, int kVpt = kMaxVecPerThread, bool kAllGammaEarly = false, bool kExt = false,
           int kOnlyFormat = kAnyQuant>

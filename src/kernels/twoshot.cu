@@ -1,5 +1,6 @@
 // The two-shot's launch and kernel enumeration, plain epilogue (the kernels: twoshot.cuh; the
-// extended epilogue's instantiations: twoshot_ext.cu, built in parallel with this file).
+// extended epilogue's instantiations: twoshot_ext.cu and twoshot_ext_formats.cu, built in parallel
+// with this file).
 #include "twoshot.cuh"
 
 namespace arfusion::detail {
@@ -8,13 +9,13 @@ namespace arfusion::detail {
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
   if (args.ext) return launchTwoShotExtended(comm, args, launch, stream);
-  if (launch.lamport) return launchFamily<TwoShotLamport, Epilogues::kPlain>(comm, args, launch, stream);
-  return launchFamily<TwoShot, Epilogues::kPlain>(comm, args, launch, stream);
+  if (launch.lamport) return launchFamily<TwoShotLamport<>, Epilogues::kPlain>(comm, args, launch, stream);
+  return launchFamily<TwoShot<>, Epilogues::kPlain>(comm, args, launch, stream);
 }
 
 cudaError_t forEachTwoShotKernel(const KernelVisitor& visit) {
-  cudaError_t e = forEachFamilyKernel<TwoShot, Epilogues::kPlain>(visit);
-  if (e == cudaSuccess) e = forEachFamilyKernel<TwoShotLamport, Epilogues::kPlain>(visit);
+  cudaError_t e = forEachFamilyKernel<TwoShot<>, Epilogues::kPlain>(visit);
+  if (e == cudaSuccess) e = forEachFamilyKernel<TwoShotLamport<>, Epilogues::kPlain>(visit);
   return e != cudaSuccess ? e : forEachTwoShotExtendedKernel(visit);
 }
 

@@ -23,8 +23,9 @@
 //   flag of e also frees the peer's RS part of slot (e+1)%2, its phase-1 wait the AG part.
 // Limits: 2 (n-1) R rows fit one region (plan.cpp); G <= SM count (co-residency). Tokens < n, or
 //   not a multiple of n*R: owners of missing rows only take part in the flags.
-// Instantiated by twoshot.cu (the plain epilogue) and twoshot_ext.cu (the extended one: a kernel
-// without a quantized output and one for every format, kOnlyFormat; TwoShot below).
+// Instantiated by twoshot.cu (the plain epilogue), twoshot_ext.cu and twoshot_ext_formats.cu (the
+// extended one: a kernel without a quantized output, one per format, one for every format,
+// kOnlyFormat; perFormatTwoShot below).
 #pragma once
 
 #include "dispatch.cuh"
@@ -304,38 +305,68 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
   if (threadIdx.x == 0) c.epochs[b] = epoch;
 }
 
-// The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily).
+// The two-shot's extended kernels: one without a quantized output; one per format for 16-bit rows
+// on two ranks (a format's body alone in the kernel's registers spills less: calls 4-19% faster
+// than with the kernel for every format, two ranks on one H100 or H200); and one for every format
+// (kAnyQuant) for the other quantizing calls (fp32 rows, other world sizes), whose kernels per
+// format would take the build past what CI affords (three architectures on two cores). The
+// kernels per format build in a file of their own (twoshot_ext_formats.cu), the others in
+// twoshot_ext.cu.
+// Whether a call with quantized format `format` on `world` ranks takes its format's kernel: the
+// host's routing (launchTwoShotExtended) and the kernels' instantiation (twoShotFormat) both ask it.
+constexpr bool perFormatTwoShot(int format, int world, bool fp32) {
+  return format != kQuantNone && world == 2 && !fp32;
+}
+// The format a two-shot kernel of element type T for kWorld `world` (0: any size) is compiled for
+// (RowEpilogue's kOnlyFormat), for an extended call of quantized format `format`. The plain
+// epilogue ignores it (kAnyQuant, the template's default).
+template <typename T>
+constexpr int twoShotFormat(bool ext, int format, int world) {
+  if (!ext) return kAnyQuant;
+  if (format == kQuantNone) return kQuantNone;
+  return perFormatTwoShot(format, world, std::is_same_v<T, float>) ? format : kAnyQuant;
+}
+// Which of the two-shot's kernels a translation unit compiles: all of them (the plain epilogue's
+// file), the kernels per format, or the extended ones shared by several formats or none.
+enum class TwoShotSet { kAll, kPerFormat, kShared };
+constexpr bool holds(TwoShotSet set, int format) {
+  const bool one_format = format != kAnyQuant && format != kQuantNone;
+  return set == TwoShotSet::kAll || (set == TwoShotSet::kPerFormat) == one_format;
+}
+using TwoShotKernelPtr = void (*)(DeviceComm, RowArgs, int);
+
+// The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily); null for a kernel
+// that kSet leaves to another file.
+template <TwoShotSet kSet = TwoShotSet::kAll>
 struct TwoShot {
   static constexpr bool kClusterRows = false;  // one block per row
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
-  // Two extended kernels (the one-shot has one per format): one for calls without a quantized
-  // output (Gemma weights, no residual), whose flag kernels then spill nothing, and one for every
-  // format, which spills up to 470 bytes at 128 registers. A kernel per format would take the
-  // extended two-shot file, the library's longest build, from ~250 to ~490 s per architecture,
-  // and CI builds three on two cores.
   template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
-  static auto kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
-    constexpr int F = kExt && kFormat == kQuantNone ? kQuantNone : kAnyQuant;
-    return kernelForWorld(world, [&](auto w) {
-      constexpr int W = decltype(w)::value;
-      return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, F>
-                                               : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt, F>;
+  static TwoShotKernelPtr kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
+    return kernelForWorld(world, [&](auto w) -> TwoShotKernelPtr {
+      constexpr int W = decltype(w)::value, F = twoShotFormat<T>(kExt, kFormat, W);
+      if constexpr (!holds(kSet, F)) return nullptr;
+      else
+        return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, F>
+                                                 : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt, F>;
     });
   }
 };
 
 // The Lamport two-shot has one kernel per variant (GridDependency); forEachFamilyKernel visits it
 // once per sync mode, which preloads it twice, harmlessly.
+template <TwoShotSet kSet = TwoShotSet::kAll>
 struct TwoShotLamport {
   static constexpr bool kClusterRows = false;
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
   template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>  // as TwoShot's
-  static auto kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
-    constexpr int F = kExt && kFormat == kQuantNone ? kQuantNone : kAnyQuant;
-    return kernelForWorld(world, [](auto w) {
-      return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, decltype(w)::value, kExt, F>;
+  static TwoShotKernelPtr kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
+    return kernelForWorld(world, [](auto w) -> TwoShotKernelPtr {
+      constexpr int W = decltype(w)::value, F = twoShotFormat<T>(kExt, kFormat, W);
+      if constexpr (!holds(kSet, F)) return nullptr;
+      else return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, F>;
     });
   }
 };

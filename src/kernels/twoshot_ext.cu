@@ -1,19 +1,23 @@
-// The two-shot's extended-epilogue instantiations (RowArgs::ext): the same kernels (twoshot.cuh)
-// with kExt = true, compiled in their own translation unit so that they build in parallel with
-// the plain ones (twoshot.cu).
+// The two-shot's extended-epilogue instantiations (RowArgs::ext) shared by several formats or none:
+// the same kernels (twoshot.cuh) with kExt = true, the kernel without a quantized output and the
+// one for every format (TwoShotSet::kShared); the kernels per format are twoshot_ext_formats.cu's.
+// Each file builds in parallel with the others.
 #include "twoshot.cuh"
 
 namespace arfusion::detail {
 
 cudaError_t launchTwoShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                                   cudaStream_t stream) {
-  if (launch.lamport) return launchFamily<TwoShotLamport, Epilogues::kExtended>(comm, args, launch, stream);
-  return launchFamily<TwoShot, Epilogues::kExtended>(comm, args, launch, stream);
+  if (perFormatTwoShot(args.quant, comm.world, launch.dtype == DType::kFloat32))
+    return launchTwoShotPerFormat(comm, args, launch, stream);
+  if (launch.lamport) return launchFamily<TwoShotLamport<TwoShotSet::kShared>, Epilogues::kExtended>(comm, args, launch, stream);
+  return launchFamily<TwoShot<TwoShotSet::kShared>, Epilogues::kExtended>(comm, args, launch, stream);
 }
 
 cudaError_t forEachTwoShotExtendedKernel(const KernelVisitor& visit) {
-  const cudaError_t e = forEachFamilyKernel<TwoShot, Epilogues::kExtended>(visit);
-  return e != cudaSuccess ? e : forEachFamilyKernel<TwoShotLamport, Epilogues::kExtended>(visit);
+  cudaError_t e = forEachFamilyKernel<TwoShot<TwoShotSet::kShared>, Epilogues::kExtended>(visit);
+  if (e == cudaSuccess) e = forEachFamilyKernel<TwoShotLamport<TwoShotSet::kShared>, Epilogues::kExtended>(visit);
+  return e != cudaSuccess ? e : forEachTwoShotPerFormatKernel(visit);
 }
 
 }  // namespace arfusion::detail

@@ -1,0 +1,19 @@
+// The two-shot's extended kernels of one quantized format each (TwoShotSet::kPerFormat: 16-bit rows
+// on two ranks, perFormatTwoShot), in a file of their own so that they build in parallel with
+// twoshot_ext.cu, which routes those calls here.
+#include "twoshot.cuh"
+
+namespace arfusion::detail {
+
+cudaError_t launchTwoShotPerFormat(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                                   cudaStream_t stream) {
+  if (launch.lamport) return launchFamily<TwoShotLamport<TwoShotSet::kPerFormat>, Epilogues::kExtended>(comm, args, launch, stream);
+  return launchFamily<TwoShot<TwoShotSet::kPerFormat>, Epilogues::kExtended>(comm, args, launch, stream);
+}
+
+cudaError_t forEachTwoShotPerFormatKernel(const KernelVisitor& visit) {
+  const cudaError_t e = forEachFamilyKernel<TwoShot<TwoShotSet::kPerFormat>, Epilogues::kExtended>(visit);
+  return e != cudaSuccess ? e : forEachFamilyKernel<TwoShotLamport<TwoShotSet::kPerFormat>, Epilogues::kExtended>(visit);
+}
+
+}  // namespace arfusion::detail
