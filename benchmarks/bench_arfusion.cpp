@@ -13,9 +13,10 @@
 // Ranks: threads of one process, one GPU each (ARFUSION_BENCH_WORLD, default: all visible GPUs).
 // Single-GPU families (d2d_copy, add_rmsnorm and its quantized variants) report HBM bandwidth and
 // pct_of_copy, their bandwidth over a same-run device-to-device copy of the same traffic; families
-// with a quantized output (_fp8, _fp8-token, _fp8-group, _nvfp4) or Gemma weights (_gemma: the
-// extended epilogue without a quantized output) report cost_vs_plain, their time over the same
-// family's plain one. On one GPU the collectives are replaced by local2_* families:
+// with a quantized output (_fp8, _fp8-token, _fp8-group, _nvfp4: written besides norm_out; with
+// _only after the format: instead of it, as an engine whose next GEMM reads it calls) or Gemma
+// weights (_gemma: the extended epilogue without a quantized output) report cost_vs_plain, their
+// time over the same family's plain one. On one GPU the collectives are replaced by local2_* families:
 // two ranks sharing the GPU (the cost of a feature, not the link).
 // Exit 0 when every benchmark ran, 1 when any errored (its row says why), 77 without a GPU.
 #include <benchmark/benchmark.h>
@@ -80,7 +81,8 @@ struct Family {
   Path path;
   Op op;
   arfusion::QuantFormat quant;
-  bool gemma = false;  // Gemma weights: the extended epilogue without a quantized output
+  bool gemma = false;     // Gemma weights: the extended epilogue without a quantized output
+  bool norm_out = true;  // false: the quantized output instead of norm_out
 };
 
 void run(benchmark::State& state, Family f) {
@@ -93,7 +95,7 @@ void run(benchmark::State& state, Family f) {
   }
   arfbench::Timing t;
   for (auto _ : state) {
-    t = g.time(f.path, f.op, d, tokens, hidden, f.quant, f.gemma);
+    t = g.time(f.path, f.op, d, tokens, hidden, f.quant, f.gemma, f.norm_out);
     if (!t.error.empty()) {
       skipWithError(state, t.error);
       return;
@@ -105,7 +107,7 @@ void run(benchmark::State& state, Family f) {
   const ShapeKey key{tokens, hidden, int(d), int(f.op)};
   state.counters["us"] = t.us;
   if (f.path == Path::kCopy || f.path == Path::kAddRMSNorm) {  // single-GPU: HBM bandwidth
-    const double traffic = f.path == Path::kCopy ? 4 * bytes : arfbench::hbmBytes(tokens, hidden, d, f.quant);
+    const double traffic = f.path == Path::kCopy ? 4 * bytes : arfbench::hbmBytes(tokens, hidden, d, f.quant, f.norm_out);
     const double gbs = traffic / (t.us * 1e-6) / 1e9;
     state.counters["hbm_GBs"] = gbs;
     if (f.path == Path::kCopy) g_copy_gbs[key] = gbs;
@@ -147,12 +149,14 @@ void add(const Family& f, const Shapes& shapes) {
   b->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 }
 // A family, its Gemma variant (the extended epilogue alone) and its quantized variants (every
-// format), registered in that order.
+// format, besides norm_out, then instead of it), registered in that order.
 void addWithOptions(const std::string& name, Where w, Path p, const Shapes& plain, const Shapes& quant) {
   add({name, name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone}, plain);
   add({name + "_gemma", name, w, p, Op::kAllReduceAddRMSNorm, arfusion::QuantFormat::kNone, true}, quant);
-  for (arfusion::QuantFormat q : kFormats)
-    add({name + "_" + arfusion::toString(q), name, w, p, Op::kAllReduceAddRMSNorm, q}, quant);
+  for (bool norm_out : {true, false})
+    for (arfusion::QuantFormat q : kFormats)
+      add({name + "_" + arfusion::toString(q) + (norm_out ? "" : "_only"), name, w, p, Op::kAllReduceAddRMSNorm, q, false, norm_out},
+          quant);
 }
 
 void registerAll(int gpus) {

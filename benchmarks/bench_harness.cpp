@@ -63,11 +63,11 @@ arfusion::ScaleLayout benchLayout(arfusion::QuantFormat f) {
                                                   : arfusion::ScaleLayout::kLinear;
 }
 
-double hbmBytes(int64_t tokens, int64_t hidden, arfusion::DType d, arfusion::QuantFormat quant) {
+double hbmBytes(int64_t tokens, int64_t hidden, arfusion::DType d, arfusion::QuantFormat quant, bool norm_out) {
   const double message = double(tokens * hidden) * (d == arfusion::DType::kFloat32 ? 4 : 2);
   size_t values = 0, scales = 0;
   if (quant != arfusion::QuantFormat::kNone) arfusion::quantBufferBytes(quant, benchLayout(quant), tokens, hidden, &values, &scales);
-  return 4 * message + double(values) + double(scales);
+  return (norm_out ? 4 : 3) * message + double(values) + double(scales);
 }
 
 Group::Group(int world, const arfusion::Config& config, bool local) : world_(world), local_(local) {
@@ -183,11 +183,15 @@ std::string timeOnce(cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, const std::
 }
 
 Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens, int64_t hidden, arfusion::QuantFormat quant,
-                    bool gemma) {
+                    bool gemma, bool norm_out) {
   const bool eager = false;
   Timing out;
   if (!error_.empty()) {
     out.error = error_;
+    return out;
+  }
+  if (!norm_out && quant == arfusion::QuantFormat::kNone) {
+    out.error = "a call without norm_out needs a quantized output";
     return out;
   }
   if (local_ && (path == Path::kNcclAllReduce || path == Path::kNcclPath || path == Path::kPeerCopy || path == Path::kPeerStore)) {
@@ -247,7 +251,7 @@ Timing Group::time(Path path, arfusion::Op op, arfusion::DType d, int64_t tokens
       void *in = bufs[r][0], *res = bufs[r][1], *res_out = bufs[r][2], *g = bufs[r][3], *o = bufs[r][4];
       arfusion::commSetStrategy(comms_[r], strat, sync);
       arfusion::NormArgs na;  // the fused op with a quantized output or Gemma weights
-      na.input = in, na.residual_in = res, na.residual_out = res_out, na.gamma = g, na.norm_out = o;
+      na.input = in, na.residual_in = res, na.residual_out = res_out, na.gamma = g, na.norm_out = norm_out ? o : nullptr;
       na.tokens = tokens, na.hidden = hidden, na.dtype = d, na.gemma = gemma;
       na.quant.format = quant, na.quant.layout = benchLayout(quant);
       na.quant.values = bufs[r][5], na.quant.scales = q_scales ? bufs[r][6] : nullptr;

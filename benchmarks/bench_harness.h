@@ -48,8 +48,9 @@ bool parseQuantFormat(const std::string& text, arfusion::QuantFormat* format);
 // CUTLASS's swizzled NVFP4 scales).
 arfusion::ScaleLayout benchLayout(arfusion::QuantFormat format);
 // Bytes a fused call or the single-GPU kernel reads and writes in HBM on each rank (the message's
-// input, residual, residual_out, norm_out, and the quantized values and scales).
-double hbmBytes(int64_t tokens, int64_t hidden, arfusion::DType dtype, arfusion::QuantFormat quant);
+// input, residual, residual_out, norm_out unless the call leaves it out, and the quantized values
+// and scales).
+double hbmBytes(int64_t tokens, int64_t hidden, arfusion::DType dtype, arfusion::QuantFormat quant, bool norm_out = true);
 
 class Group {
  public:
@@ -65,9 +66,11 @@ class Group {
   bool local() const { return local_; }
   // Times one path. op applies to the fused paths and the NCCL path; quant (the fused op only) adds
   // a quantized output (benchLayout) to the fused paths, the NCCL path and the single-GPU kernel;
-  // gemma (the fused op only) takes Gemma weights, the extended epilogue without a quantized output.
+  // gemma (the fused op only) takes Gemma weights, the extended epilogue without a quantized output;
+  // norm_out false (with a quantized output) leaves norm_out out: the quantized row is the call's
+  // only normalised output, as an engine whose next GEMM reads it asks.
   Timing time(Path path, arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
-              arfusion::QuantFormat quant = arfusion::QuantFormat::kNone, bool gemma = false);
+              arfusion::QuantFormat quant = arfusion::QuantFormat::kNone, bool gemma = false, bool norm_out = true);
   // The plan rank 0 makes for this shape under strategy/sync (default: Auto's pick); "?" if refused.
   std::string planOf(arfusion::Op op, arfusion::DType dtype, int64_t tokens, int64_t hidden,
                      arfusion::Strategy strategy = arfusion::Strategy::kAuto, arfusion::SyncMode sync = arfusion::SyncMode::kAuto,

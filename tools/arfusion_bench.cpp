@@ -30,6 +30,8 @@ void usage() {
       "                     and add-RMSNorm, each rank on SMs / N blocks; no NCCL, no link)\n"
       "  --out-format F     add a quantized output to the norm: none (default) | fp8 | fp8-token |\n"
       "                     fp8-group | nvfp4 (scales in the GEMMs' layouts: column-major, swizzled)\n"
+      "  --no-norm-out      with --out-format: the quantized output instead of norm_out (what an\n"
+      "                     engine whose next GEMM reads the quantized row asks for)\n"
       "  --min-bytes B      smallest message (default 8192)\n"
       "  --max-bytes B      largest message (default 268435456 = 256 MiB)\n"
       "  --per-octave K     sizes per doubling (default 2)\n"
@@ -69,6 +71,7 @@ struct Row {
 int main(int argc, char** argv) {
   int world = 0, local = 0, per_octave = 2;
   arfusion::QuantFormat quant = arfusion::QuantFormat::kNone;
+  bool norm_out = true;
   int64_t min_bytes = 8192, max_bytes = int64_t(256) << 20;
   std::vector<int64_t> hiddens = {4096, 8192};
   std::vector<DType> dtypes = {DType::kBFloat16, DType::kFloat16};
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
         return arfbench::kExitUsage;
       }
     }
+    else if (a == "--no-norm-out") norm_out = false;
     else if (a == "--min-bytes") min_bytes = std::atoll(next().c_str());
     else if (a == "--max-bytes") max_bytes = std::atoll(next().c_str());
     else if (a == "--per-octave") per_octave = std::max(1, std::atoi(next().c_str()));
@@ -123,6 +127,10 @@ int main(int argc, char** argv) {
   }
   if (quant != arfusion::QuantFormat::kNone && op != Op::kAllReduceAddRMSNorm) {
     std::fprintf(stderr, "arfusion-bench: --out-format needs --op allreduce_add_rmsnorm\n");
+    return arfbench::kExitUsage;
+  }
+  if (!norm_out && quant == arfusion::QuantFormat::kNone) {
+    std::fprintf(stderr, "arfusion-bench: --no-norm-out needs --out-format (a call writes norm_out or a quantized row)\n");
     return arfbench::kExitUsage;
   }
   if (local) {
@@ -170,7 +178,7 @@ int main(int argc, char** argv) {
         r.us[p] = NAN;
         continue;
       }
-      const arfbench::Timing t = g.time(paths[p], op, r.dtype, r.tokens, r.hidden, quant);
+      const arfbench::Timing t = g.time(paths[p], op, r.dtype, r.tokens, r.hidden, quant, false, norm_out);
       r.us[p] = t.error.empty() ? t.us : NAN;
       r.err[p] = t.error;
       if (paths[p] == Path::kAuto) r.pick = t.plan;
@@ -191,12 +199,13 @@ int main(int argc, char** argv) {
   for (int p = 0; p < kPaths; ++p) csv << "," << arfbench::pathName(paths[p]) << "_us";
   csv << ",fastest,auto_pick,auto_speedup_vs_nccl_path,auto_vs_fastest\n";
   json << "{\n  \"device\": \"" << g.deviceName() << "\", \"world\": " << world << ", \"local\": " << (local ? "true" : "false")
-       << ", \"out_format\": \"" << arfusion::toString(quant) << "\", \"op\": \"" << arfusion::toString(op)
+       << ", \"out_format\": \"" << arfusion::toString(quant) << "\", \"norm_out\": " << (norm_out ? "true" : "false")
+       << ", \"op\": \"" << arfusion::toString(op)
        << "\", \"peer_copy_GBs\": " << peer_gbs << ", \"peer_store_GBs\": " << store_gbs << ",\n  \"rows\": [\n";
-  std::printf("arfusion-bench: %s x %d%s, %s%s%s, CUDA-graph replay, us per call (median of 7, max over ranks)\n",
+  std::printf("arfusion-bench: %s x %d%s, %s%s%s%s, CUDA-graph replay, us per call (median of 7, max over ranks)\n",
               g.deviceName().c_str(), world, local ? " ranks on one GPU (a share of its SMs each; no link, no NCCL)" : "",
               arfusion::toString(op), quant != arfusion::QuantFormat::kNone ? " + " : "",
-              quant != arfusion::QuantFormat::kNone ? arfusion::toString(quant) : "");
+              quant != arfusion::QuantFormat::kNone ? arfusion::toString(quant) : "", norm_out ? "" : " instead of norm_out");
   if (!local) std::printf("peer bandwidth, all ranks writing at once, 128 MiB: copy engine %.0f GB/s, SM stores %.0f GB/s per direction\n",
               peer_gbs, store_gbs);
   std::printf("%-5s %6s %6s %10s %9s %9s %9s %9s %9s %9s  %-8s %-16s %8s %8s\n", "dtype", "hidden", "tokens", "bytes", "nccl_ar",
