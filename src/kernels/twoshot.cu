@@ -9,13 +9,11 @@ namespace arfusion::detail {
 cudaError_t launchTwoShot(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                           cudaStream_t stream) {
   if (args.ext) return launchTwoShotExtended(comm, args, launch, stream);
-  if (launch.lamport) return launchFamily<TwoShotLamport<>, Epilogues::kPlain>(comm, args, launch, stream);
-  return launchFamily<TwoShot<>, Epilogues::kPlain>(comm, args, launch, stream);
+  return launchTwoShotSet<TwoShotSet::kAll, Epilogues::kPlain>(comm, args, launch, stream);
 }
 
 cudaError_t forEachTwoShotKernel(const KernelVisitor& visit) {
-  cudaError_t e = forEachFamilyKernel<TwoShot<>, Epilogues::kPlain>(visit);
-  if (e == cudaSuccess) e = forEachFamilyKernel<TwoShotLamport<>, Epilogues::kPlain>(visit);
+  const cudaError_t e = forEachTwoShotSetKernel<TwoShotSet::kAll, Epilogues::kPlain>(visit);
   return e != cudaSuccess ? e : forEachTwoShotExtendedKernel(visit);
 }
 

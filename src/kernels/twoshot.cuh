@@ -336,9 +336,10 @@ constexpr bool holds(TwoShotSet set, int format) {
 using TwoShotKernelPtr = void (*)(DeviceComm, RowArgs, int);
 
 // The family's kernel of a variant and a sync mode (dispatch.cuh, launchFamily); null for a kernel
-// that kSet leaves to another file.
-template <TwoShotSet kSet = TwoShotSet::kAll>
-struct TwoShot {
+// that kSet leaves to another file. The Lamport family has one kernel per variant (GridDependency);
+// forEachFamilyKernel visits it once per sync mode, which preloads it twice, harmlessly.
+template <bool kLamport, TwoShotSet kSet>
+struct TwoShotFamily {
   static constexpr bool kClusterRows = false;  // one block per row
   static constexpr bool kHeldOperands = false;
   static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
@@ -346,30 +347,32 @@ struct TwoShot {
   static TwoShotKernelPtr kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
     return kernelForWorld(world, [&](auto w) -> TwoShotKernelPtr {
       constexpr int W = decltype(w)::value, F = twoShotFormat<T>(kExt, kFormat, W);
+      constexpr SyncMode kGrid = SyncMode::kGridDependency;
       if constexpr (!holds(kSet, F)) return nullptr;
-      else
-        return sync == SyncMode::kGridDependency ? twoShotKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, F>
-                                                 : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt, F>;
+      else if constexpr (kLamport) return twoShotLamportKernel<T, VEC, kVpt, kGrid, W, kExt, F>;
+      else return sync == kGrid ? twoShotKernel<T, VEC, kVpt, kGrid, W, kExt, F>
+                                : twoShotKernel<T, VEC, kVpt, SyncMode::kFlagBarrier, W, kExt, F>;
     });
   }
 };
-
-// The Lamport two-shot has one kernel per variant (GridDependency); forEachFamilyKernel visits it
-// once per sync mode, which preloads it twice, harmlessly.
 template <TwoShotSet kSet = TwoShotSet::kAll>
-struct TwoShotLamport {
-  static constexpr bool kClusterRows = false;
-  static constexpr bool kHeldOperands = false;
-  static constexpr bool kWorldTwo = true;  // kernels for two ranks, as the one-shot's
-  template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>  // as TwoShot's
-  static TwoShotKernelPtr kernel(SyncMode, bool /*cluster*/, bool /*held*/, int world) {
-    return kernelForWorld(world, [](auto w) -> TwoShotKernelPtr {
-      constexpr int W = decltype(w)::value, F = twoShotFormat<T>(kExt, kFormat, W);
-      if constexpr (!holds(kSet, F)) return nullptr;
-      else return twoShotLamportKernel<T, VEC, kVpt, SyncMode::kGridDependency, W, kExt, F>;
-    });
-  }
-};
+using TwoShot = TwoShotFamily<false, kSet>;
+template <TwoShotSet kSet = TwoShotSet::kAll>
+using TwoShotLamport = TwoShotFamily<true, kSet>;
+
+// The launch (the Lamport family where the plan chose it) and the kernel enumeration of the
+// kernels of set kSet with epilogue kEpi, as each of the two-shot's files exports them.
+template <TwoShotSet kSet, Epilogues kEpi>
+cudaError_t launchTwoShotSet(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
+                             cudaStream_t stream) {
+  if (launch.lamport) return launchFamily<TwoShotLamport<kSet>, kEpi>(comm, args, launch, stream);
+  return launchFamily<TwoShot<kSet>, kEpi>(comm, args, launch, stream);
+}
+template <TwoShotSet kSet, Epilogues kEpi>
+cudaError_t forEachTwoShotSetKernel(const KernelVisitor& visit) {
+  const cudaError_t e = forEachFamilyKernel<TwoShot<kSet>, kEpi>(visit);
+  return e != cudaSuccess ? e : forEachFamilyKernel<TwoShotLamport<kSet>, kEpi>(visit);
+}
 
 }  // namespace
 }  // namespace arfusion::detail

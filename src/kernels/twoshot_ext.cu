@@ -10,13 +10,11 @@ cudaError_t launchTwoShotExtended(const DeviceComm& comm, const RowArgs& args, c
                                   cudaStream_t stream) {
   if (perFormatTwoShot(args.quant, comm.world, launch.dtype == DType::kFloat32))
     return launchTwoShotPerFormat(comm, args, launch, stream);
-  if (launch.lamport) return launchFamily<TwoShotLamport<TwoShotSet::kShared>, Epilogues::kExtended>(comm, args, launch, stream);
-  return launchFamily<TwoShot<TwoShotSet::kShared>, Epilogues::kExtended>(comm, args, launch, stream);
+  return launchTwoShotSet<TwoShotSet::kShared, Epilogues::kExtended>(comm, args, launch, stream);
 }
 
 cudaError_t forEachTwoShotExtendedKernel(const KernelVisitor& visit) {
-  cudaError_t e = forEachFamilyKernel<TwoShot<TwoShotSet::kShared>, Epilogues::kExtended>(visit);
-  if (e == cudaSuccess) e = forEachFamilyKernel<TwoShotLamport<TwoShotSet::kShared>, Epilogues::kExtended>(visit);
+  const cudaError_t e = forEachTwoShotSetKernel<TwoShotSet::kShared, Epilogues::kExtended>(visit);
   return e != cudaSuccess ? e : forEachTwoShotPerFormatKernel(visit);
 }
 

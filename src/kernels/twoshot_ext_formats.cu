@@ -7,13 +7,11 @@ namespace arfusion::detail {
 
 cudaError_t launchTwoShotPerFormat(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                                    cudaStream_t stream) {
-  if (launch.lamport) return launchFamily<TwoShotLamport<TwoShotSet::kPerFormat>, Epilogues::kExtended>(comm, args, launch, stream);
-  return launchFamily<TwoShot<TwoShotSet::kPerFormat>, Epilogues::kExtended>(comm, args, launch, stream);
+  return launchTwoShotSet<TwoShotSet::kPerFormat, Epilogues::kExtended>(comm, args, launch, stream);
 }
 
 cudaError_t forEachTwoShotPerFormatKernel(const KernelVisitor& visit) {
-  const cudaError_t e = forEachFamilyKernel<TwoShot<TwoShotSet::kPerFormat>, Epilogues::kExtended>(visit);
-  return e != cudaSuccess ? e : forEachFamilyKernel<TwoShotLamport<TwoShotSet::kPerFormat>, Epilogues::kExtended>(visit);
+  return forEachTwoShotSetKernel<TwoShotSet::kPerFormat, Epilogues::kExtended>(visit);
 }
 
 }  // namespace arfusion::detail
