@@ -407,6 +407,13 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
   }
   CK(cudaMemsetAsync(counter.p, 0, 8, ctx.stream));
 
+  // A GridDependency the creation-time self-check did not vouch for is refused on every rank alike
+  // (as in scenarioShape): those calls take the flag barrier.
+  auto setStrategy = [&](Strategy s, SyncMode m) {
+    const Status st = arfusion::commSetStrategy(ctx.comm, s, m);
+    return st == Status::kNotSupported && m == SyncMode::kGridDependency
+               ? arfusion::commSetStrategy(ctx.comm, s, SyncMode::kFlagBarrier) : st;
+  };
   // One compared pair of calls; *fused: the first call ran a fused kernel (Auto may plan the NCCL
   // path, and NCCL against NCCL compares nothing fused). Outputs are poisoned with different bytes
   // for the two calls, so an element that neither call writes is a mismatch.
@@ -422,13 +429,6 @@ std::string scenarioSoak(RankCtx& ctx, int64_t calls, uint64_t seed, int64_t* co
     CK(cudaMemsetAsync(out_f.p, 0xff, bytes, ctx.stream));
     CK(cudaMemsetAsync(res_r.p, 0xfe, bytes, ctx.stream));
     CK(cudaMemsetAsync(out_r.p, 0xfe, bytes, ctx.stream));
-    // A GridDependency the creation-time self-check did not vouch for is refused on every rank
-    // alike (as in scenarioShape): those calls take the flag barrier.
-    auto setStrategy = [&](Strategy s, SyncMode m) {
-      const Status st = arfusion::commSetStrategy(ctx.comm, s, m);
-      return st == Status::kNotSupported && m == SyncMode::kGridDependency
-                 ? arfusion::commSetStrategy(ctx.comm, s, SyncMode::kFlagBarrier) : st;
-    };
     OK(setStrategy(fused, sync));
     *fused_call = true;
     if (fused == Strategy::kAuto) {  // the only choice that may resolve to the NCCL path
