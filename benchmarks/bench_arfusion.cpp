@@ -163,7 +163,8 @@ void registerAll(int gpus) {
   const Shapes anchors = anchorShapes();
   const Shapes quant_pair = {{1, 4096, int(DType::kBFloat16)}, {128, 8192, int(DType::kBFloat16)}, {512, 8192, int(DType::kBFloat16)}};
   const Shapes bf = {{1, 4096, int(DType::kBFloat16)}, {16, 8192, int(DType::kBFloat16)}, {128, 8192, int(DType::kBFloat16)},
-                     {512, 8192, int(DType::kBFloat16)}, {2048, 8192, int(DType::kBFloat16)}, {8192, 8192, int(DType::kBFloat16)}};
+                     {512, 8192, int(DType::kBFloat16)}, {1024, 8192, int(DType::kBFloat16)}, {2048, 8192, int(DType::kBFloat16)},
+                     {8192, 8192, int(DType::kBFloat16)}, {2048, 4096, int(DType::kBFloat16)}, {2048, 8192, int(DType::kFloat16)}};
   if (gpus >= 2) {
     const Family peer_copy{"peer_copy", "peer_copy", Where::kAllGpus, Path::kPeerCopy, Op::kAllReduce, arfusion::QuantFormat::kNone};
     add(peer_copy, {{8192, 8192, int(DType::kBFloat16)}});

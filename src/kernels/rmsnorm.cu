@@ -8,6 +8,7 @@
 // x may alias norm_out (the NCCL path reduces into norm_out): every element of x is read by the
 // thread that later writes it, before it writes it. An NVFP4 output with swizzled scales may add
 // blocks without a row that write the scale tile's padding lines (planPaddingLines, dispatch.cuh).
+// bf16 rows of the extended epilogue have a second kernel for calls of many rows (kManyRows below).
 // Memory ordering: none needed beyond the block barrier inside the epilogue.
 // Limits: rows of any width (wider than kThreads * kMaxVecPerThread vectors take two passes).
 #include "dispatch.cuh"
@@ -25,14 +26,22 @@ namespace {
 // Its kernels load every vector's gamma with x and residual_in (RowEpilogue's kAllGammaEarly):
 // the 64 registers hold it, and a row's second vector no longer waits for its gamma after the
 // first vector's quantization. Not NVFP4's: it gained nothing at 16 rows and lost 3% at 128 (H100).
-template <int kVpt, bool kExt>
-constexpr int normMinBlocks() { return kVpt > 2 ? 1 : !kExt ? 3 : 2; }
+// bf16 extended rows also compile for 3 blocks per SM (kManyRows; 40 registers, at most 12 bytes
+// of spills), taken from kManyRowsMin rows on: with rows for several waves of blocks, a third
+// block per SM keeps more rows in flight (quantized calls 5-16% faster at 2048 and 8192 x 8192 on
+// H200); with fewer, the 64-register kernels are as fast or faster (up to 10% at 512 rows). fp16's
+// spill 4-64 bytes at 40 registers (per-token calls up to 1.7x slower), fp32 rows need more.
+template <int kVpt, bool kExt, bool kManyRows>
+constexpr int normMinBlocks() { return kVpt > 2 ? 1 : !kExt || kManyRows ? 3 : 2; }
+template <typename T, int kVpt, bool kExt>
+constexpr bool hasManyRowsKernel() { return kExt && kVpt <= 2 && std::is_same_v<T, __nv_bfloat16>; }
+constexpr int64_t kManyRowsMin = 1024;  // between 512 rows (3 blocks lost) and 2048 (3 blocks won)
 
 // kNorm: 1 norm, 0 add only; the kVpt = kMaxVecPerThread kernel (kNormAtRuntime) takes the op at
 // run time (RowEpilogue::run: every op, rows of any width). kFormat: the extended epilogue's
 // quantized format (RowEpilogue).
-template <typename T, int VEC, int kVpt, int kNorm, bool kExt, int kFormat>
-__global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSNormKernel(RowArgs a) {
+template <typename T, int VEC, int kVpt, int kNorm, bool kExt, int kFormat, bool kManyRows = false>
+__global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt, kManyRows>()) addRMSNormKernel(RowArgs a) {
   using Epi = RowEpilogue<T, VEC, kVpt, kExt && kFormat != kQuantNvfp4, kExt, kFormat>;
   __shared__ typename Epi::Shared sh;
   const T* x = static_cast<const T*>(a.input);
@@ -56,13 +65,17 @@ __global__ void __launch_bounds__(kThreads, normMinBlocks<kVpt, kExt>()) addRMSN
 // The kernel of a variant and an op: rows of 16-byte vectors that fit 1 or 2 per thread get the
 // lean kernels; everything else, including a one-rank group's plain allreduce (out = x), the
 // general one; the extended epilogue (the norm op only) one per vectors per thread and quantized
-// format (kFormat). The launch and the preloading share it.
+// format (kFormat), and for bf16 one for many rows (hasManyRowsKernel). The launch and the
+// preloading share it.
 template <typename T, int VEC, int kVpt, bool kExt, int kFormat>
-auto addRMSNormKernelFor(Op op) {
+auto addRMSNormKernelFor(Op op, bool many_rows) {
   if constexpr (kExt) {
     (void)op;
+    if constexpr (hasManyRowsKernel<T, kVpt, kExt>())
+      if (many_rows) return addRMSNormKernel<T, VEC, kVpt, 1, true, kFormat, true>;
     return addRMSNormKernel<T, VEC, kVpt, 1, true, kFormat>;
   } else {
+    (void)many_rows;
     if constexpr (kVpt < kMaxVecPerThread) {
       if (op == Op::kAllReduceAddRMSNorm) return addRMSNormKernel<T, VEC, kVpt, 1, false, kQuantNone>;
       if (op == Op::kAllReduceAdd) return addRMSNormKernel<T, VEC, kVpt, 0, false, kQuantNone>;
@@ -79,17 +92,19 @@ cudaError_t launchAddRMSNorm(const RowArgs& args, DType dtype, bool vector, cuda
   const unsigned blocks = row_blocks + (a.ext ? planPaddingLines(a, row_blocks) : 0);
   return dispatchVariant(dtype, vector, a.hidden, a.ext, a.quant, [&](auto v) {
     using V = decltype(v);
-    return launchPlain(addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(a.op), blocks, kThreads, stream, a);
+    const auto kernel = addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(a.op, a.tokens >= kManyRowsMin);
+    return launchPlain(kernel, blocks, kThreads, stream, a);
   });
 }
 
 cudaError_t forEachAddRMSNormKernel(const KernelVisitor& visit) {
   return forEachVariant([&](auto v) {
     using V = decltype(v);
-    for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm}) {
-      const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(op));
-      if (e != cudaSuccess) return e;
-    }
+    for (Op op : {Op::kAllReduce, Op::kAllReduceAdd, Op::kAllReduceAddRMSNorm})
+      for (bool many_rows : {false, true}) {
+        const cudaError_t e = visitKernel(visit, addRMSNormKernelFor<typename V::type, V::vec, V::vpt, V::ext, V::format>(op, many_rows));
+        if (e != cudaSuccess) return e;
+      }
     return cudaSuccess;
   });
 }

@@ -35,7 +35,8 @@ TEST(Quant, DeviceConversionsMatchTheReference) {
 // The single-GPU add-RMSNorm-quant kernel (the NCCL path's epilogue): every format and layout,
 // three dtypes, rows of one, two and four vectors per thread, token counts around the layouts'
 // padding (4, 128), NVFP4 rows whose last swizzled column tile is part padding (2064 = 129
-// blocks); the other options alone and together; each also in place (checkAddRMSNormQuant).
+// blocks); the other options alone and together; each also in place (checkAddRMSNormQuant); and
+// bf16 calls of many rows, which take kernels of their own (rmsnorm.cu, kManyRows).
 TEST(Quant, SingleGpuKernelEveryFormatLayoutAndOption) {
   if (gpuCount() < 1) GTEST_SKIP() << "needs a GPU";
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -54,6 +55,12 @@ TEST(Quant, SingleGpuKernelEveryFormatLayoutAndOption) {
     for (bool no_residual : {false, true})
       EXPECT_EQ(checkAddRMSNormQuant(QuantShapeCase{DType::kBFloat16, 9, 4096, seed++, QuantCase{}, gemma, no_residual}), "")
           << "gemma " << gemma << ", no residual " << no_residual;
+  for (const QuantCase& q : everyQuantCase())
+    for (int64_t h : {2048, 7168}) {
+      const QuantShapeCase c{DType::kBFloat16, 2100, h, seed++, q, h == 2048, seed % 3 == 0};
+      EXPECT_EQ(checkAddRMSNormQuant(c), "") << toString(q.format) << "/" << toString(q.layout) << " 2100 x " << h;
+    }
+  EXPECT_EQ(checkAddRMSNormQuant(QuantShapeCase{DType::kBFloat16, 2100, 8192, seed++, QuantCase{}, true, true}), "") << "gemma, 2100 rows";
 }
 
 // For compute-sanitizer (tests/CMakeLists.txt): every format and layout once per vectors-per-thread
@@ -67,6 +74,8 @@ TEST(Quant, SanitizeSmallShapes) {
       const QuantShapeCase c{DType::kBFloat16, 3, h, seed++, q, h == 7168, h == 1024};
       EXPECT_EQ(checkAddRMSNormQuant(c), "") << toString(q.format) << "/" << toString(q.layout) << " 3 x " << h;
     }
+  for (int i : {1, 7})  // the kernels for many rows (rmsnorm.cu, kManyRows)
+    EXPECT_EQ(checkAddRMSNormQuant(QuantShapeCase{DType::kBFloat16, 2100, 1024, seed++, everyQuantCase()[i]}), "") << i << ", 2100 rows";
 }
 
 namespace {
