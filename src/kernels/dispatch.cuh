@@ -21,7 +21,7 @@ namespace arfusion::detail {
 // quantized output (kQuantNone or one format, quant.h). The one-shot and the single-GPU kernel
 // compile a kernel per format: a format's body alone fits the registers the rest of the kernel
 // needs, where one body for every format spilled (by up to 1.7x slower calls); the two-shot
-// compiles one per format for 16-bit rows on two ranks and one for every format otherwise
+// compiles one per format for 16-bit rows up to 8192 on two ranks and one for every format otherwise
 // (twoshot.cuh, perFormatTwoShot: its build time). Extended calls take the vector path with rows
 // in registers (validate.cpp).
 template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>

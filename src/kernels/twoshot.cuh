@@ -306,25 +306,28 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 }
 
 // The two-shot's extended kernels: one without a quantized output; one per format for 16-bit rows
-// on two ranks (a format's body alone in the kernel's registers spills less: calls 4-19% faster
-// than with the kernel for every format, two ranks on one H100 or H200); and one for every format
-// (kAnyQuant) for the other quantizing calls (fp32 rows, other world sizes), whose kernels per
-// format would take the build past what CI affords (three architectures on two cores). The
+// of up to 8192 elements on two ranks (a format's body alone in the kernel's registers spills
+// less: calls 4-19% faster than with the kernel for every format, two ranks on one H100 or H200);
+// and one for every format (kAnyQuant) for the other quantizing calls (fp32 rows, wider rows, other
+// world sizes), whose kernels per format would take the build past what CI affords (three
+// architectures on two cores). The
 // kernels per format build in a file of their own (twoshot_ext_formats.cu), the others in
 // twoshot_ext.cu.
-// Whether a call with quantized format `format` on `world` ranks takes its format's kernel: the
-// host's routing (launchTwoShotExtended) and the kernels' instantiation (twoShotFormat) both ask it.
-constexpr bool perFormatTwoShot(int format, int world, bool fp32) {
-  return format != kQuantNone && world == 2 && !fp32;
+// Whether a call with quantized format `format` on `world` ranks, at `vpt` vectors per thread
+// (dispatch.cuh, fewestVectorsPerThread), takes its format's kernel: the host's routing
+// (launchTwoShotExtended) and the kernels' instantiation (twoShotFormat) both ask it. Rows of four
+// vectors per thread (16-bit hidden > 8192) keep the kernel for every format: unmeasured there.
+constexpr bool perFormatTwoShot(int format, int world, bool fp32, int vpt) {
+  return format != kQuantNone && world == 2 && !fp32 && vpt <= 2;
 }
-// The format a two-shot kernel of element type T for kWorld `world` (0: any size) is compiled for
-// (RowEpilogue's kOnlyFormat), for an extended call of quantized format `format`. The plain
-// epilogue ignores it (kAnyQuant, the template's default).
+// The format a two-shot kernel of element type T, kVpt `vpt` and kWorld `world` (0: any size) is
+// compiled for (RowEpilogue's kOnlyFormat), for an extended call of quantized format `format`. The
+// plain epilogue ignores it (kAnyQuant, the template's default).
 template <typename T>
-constexpr int twoShotFormat(bool ext, int format, int world) {
+constexpr int twoShotFormat(bool ext, int format, int world, int vpt) {
   if (!ext) return kAnyQuant;
   if (format == kQuantNone) return kQuantNone;
-  return perFormatTwoShot(format, world, std::is_same_v<T, float>) ? format : kAnyQuant;
+  return perFormatTwoShot(format, world, std::is_same_v<T, float>, vpt) ? format : kAnyQuant;
 }
 // Which of the two-shot's kernels a translation unit compiles: all of them (the plain epilogue's
 // file), the kernels per format, or the extended ones shared by several formats or none.
@@ -346,7 +349,7 @@ struct TwoShotFamily {
   template <typename T, int VEC, int kVpt, bool kExt = false, int kFormat = kQuantNone>
   static TwoShotKernelPtr kernel(SyncMode sync, bool /*cluster*/, bool /*held*/, int world) {
     return kernelForWorld(world, [&](auto w) -> TwoShotKernelPtr {
-      constexpr int W = decltype(w)::value, F = twoShotFormat<T>(kExt, kFormat, W);
+      constexpr int W = decltype(w)::value, F = twoShotFormat<T>(kExt, kFormat, W, kVpt);
       constexpr SyncMode kGrid = SyncMode::kGridDependency;
       if constexpr (!holds(kSet, F)) return nullptr;
       else if constexpr (kLamport) return twoShotLamportKernel<T, VEC, kVpt, kGrid, W, kExt, F>;

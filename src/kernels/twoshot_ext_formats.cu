@@ -1,5 +1,5 @@
 // The two-shot's extended kernels of one quantized format each (TwoShotSet::kPerFormat: 16-bit rows
-// on two ranks, perFormatTwoShot), in a file of their own so that they build in parallel with
+// up to 8192 on two ranks, perFormatTwoShot), in a file of their own so that they build in parallel with
 // twoshot_ext.cu, which routes those calls here.
 #include "twoshot.cuh"
 

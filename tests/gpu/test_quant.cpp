@@ -97,7 +97,7 @@ std::vector<QuantShapeCase> groupQuantCases() {
   v.push_back({DType::kBFloat16, 5, 8192, seed++, QuantCase{}, true, true});  // options without a quantized output
   v.push_back({DType::kBFloat16, 2, 2064, seed++, everyQuantCase().back()});  // NVFP4 swizzled, a part-padding column tile
   // Rows of two and four vectors per thread with a quantized output (at two ranks the two-shot's
-  // kernels per format, which the rows above, of one vector per thread, leave out).
+  // kernels per format at two, its kernel for every format at four), which the rows above leave out.
   for (int i : {0, 1, 2, 6}) v.push_back({DType::kBFloat16, 2, 8192, seed++, everyQuantCase()[i]});
   for (int i : {5, 7}) v.push_back({DType::kFloat16, 3, 6144, seed++, everyQuantCase()[i], i == 5});
   for (int i : {1, 7}) v.push_back({DType::kBFloat16, 2, 16384, seed++, everyQuantCase()[i]});
