@@ -99,9 +99,10 @@ def main():
             # Template arguments <T, VEC, ..., kExt[, kFormat]>: the vector path is VEC 8 (16-bit T)
             # or 4 (fp32); kExt selects the extended epilogue, kFormat (where the kernel has one,
             # after it) its quantized output, 0 for none, -1 (kAnyQuant, mangled "n1") every format
-            # (the two-shot's quantizing kernel).
+            # (the two-shot's quantizing kernel), and where the kernel has one, a last bool (the
+            # single-GPU kernel's kManyRows).
             tv = re.search(r"I(13__nv_bfloat16|6__half|f)Li(\d+)E", name)
-            ext = re.search(r"Lb1E(?:Li[1-9]\d*E|Lin1E)?EE?v", name) is not None
+            ext = re.search(r"Lb1E(?:Li[1-9]\d*E|Lin1E)(?:Lb[01]E)?EE?v", name) is not None
             if ext and tv and int(tv.group(2)) == (4 if tv.group(1) == "f" else 8):
                 ext_kernels += 1
                 if wide == 0:
