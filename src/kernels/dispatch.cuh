@@ -40,6 +40,9 @@ inline int fewestVectorsPerThread(int64_t nvec) {
   return nvec <= kThreads ? 1 : nvec <= 2 * kThreads ? 2 : kMaxVecPerThread;
 }
 
+// Elements of a 16-byte vector of dtype: the VEC of dispatchVariant's vector path.
+constexpr int elementsPerVector(DType dtype) { return dtype == DType::kFloat32 ? 4 : 8; }
+
 // The epilogues a translation unit instantiates kernels for: the fused kernels compile their plain
 // and extended halves in separate files (oneshot.cu / oneshot_ext.cu, twoshot.cu / twoshot_ext.cu)
 // so that the two build in parallel; the single-GPU kernel compiles both.
@@ -101,7 +104,7 @@ cudaError_t dispatchVariant(DType dtype, bool vector, int64_t hidden, bool ext, 
 template <Epilogues kParts = Epilogues::kBoth, typename F>
 cudaError_t forEachVariant(F&& f) {
   for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
-    const int64_t per_vector = 16 / int64_t(d == DType::kFloat32 ? 4 : 2);
+    const int64_t per_vector = elementsPerVector(d);
     // Row widths that select kVpt 1, 2 and kMaxVecPerThread on the vector path; the scalar path
     // has the last only, and the plain epilogue only.
     for (bool ext : {false, true}) {

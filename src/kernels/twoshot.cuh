@@ -310,9 +310,8 @@ __global__ void __launch_bounds__(kThreads, 1) twoShotLamportKernel(DeviceComm c
 // less: calls 4-19% faster than with the kernel for every format, two ranks on one H100 or H200);
 // and one for every format (kAnyQuant) for the other quantizing calls (fp32 rows, wider rows, other
 // world sizes), whose kernels per format would take the build past what CI affords (three
-// architectures on two cores). The
-// kernels per format build in a file of their own (twoshot_ext_formats.cu), the others in
-// twoshot_ext.cu.
+// architectures on two cores). The kernels per format build in a file of their own
+// (twoshot_ext_formats.cu), the others in twoshot_ext.cu.
 // Whether a call with quantized format `format` on `world` ranks, at `vpt` vectors per thread
 // (dispatch.cuh, fewestVectorsPerThread), takes its format's kernel: the host's routing
 // (launchTwoShotExtended) and the kernels' instantiation (twoShotFormat) both ask it. Rows of four

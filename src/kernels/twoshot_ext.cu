@@ -8,8 +8,8 @@ namespace arfusion::detail {
 
 cudaError_t launchTwoShotExtended(const DeviceComm& comm, const RowArgs& args, const FusedLaunch& launch,
                                   cudaStream_t stream) {
-  const bool fp32 = launch.dtype == DType::kFloat32;
-  if (perFormatTwoShot(args.quant, comm.world, fp32, fewestVectorsPerThread(args.hidden / (fp32 ? 4 : 8))))
+  const int vpt = fewestVectorsPerThread(args.hidden / elementsPerVector(launch.dtype));
+  if (perFormatTwoShot(args.quant, comm.world, launch.dtype == DType::kFloat32, vpt))
     return launchTwoShotPerFormat(comm, args, launch, stream);
   return launchTwoShotSet<TwoShotSet::kShared, Epilogues::kExtended>(comm, args, launch, stream);
 }
